@@ -1,0 +1,72 @@
+"""Topic set-up and reachability checks that work against any Kafka, embedded or not."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Mapping
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+log = logging.getLogger(__name__)
+
+
+class KafkaUnreachable(RuntimeError):
+    pass
+
+
+def admin_client(config: Mapping[str, str]) -> AdminClient:
+    return AdminClient({**config, "logger": _quiet_logger()})
+
+
+def _quiet_logger() -> logging.Logger:
+    # librdkafka logs every failed connection attempt; keep those at DEBUG.
+    quiet = logging.getLogger("streaming.librdkafka")
+    quiet.setLevel(logging.WARNING)
+    return quiet
+
+
+def wait_until_reachable(config: Mapping[str, str], timeout_s: float = 30.0) -> None:
+    """Block until the cluster answers a metadata request, or raise KafkaUnreachable."""
+    admin = admin_client(config)
+    deadline = time.monotonic() + timeout_s
+    last_error: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            admin.list_topics(timeout=min(5.0, max(0.5, deadline - time.monotonic())))
+            return
+        except KafkaException as exc:
+            last_error = exc
+            time.sleep(0.2)
+    raise KafkaUnreachable(
+        f"cannot reach Kafka at {config.get('bootstrap.servers')} within {timeout_s:.0f} s"
+        + (f" ({last_error.args[0].str()})" if last_error and last_error.args else "")
+    )
+
+
+def ensure_topic(config: Mapping[str, str], topic: str, partitions: int, retention_ms: int) -> bool:
+    """Create the topic if missing. Returns True if it was created."""
+    admin = admin_client(config)
+    if topic in admin.list_topics(timeout=10).topics:
+        return False
+    futures = admin.create_topics(
+        [NewTopic(topic, num_partitions=partitions, replication_factor=-1,
+                  config={"retention.ms": str(retention_ms)})],
+        operation_timeout=10,
+    )
+    try:
+        futures[topic].result(timeout=15)
+    except KafkaException as exc:
+        error = exc.args[0]
+        if error.name() == "TOPIC_ALREADY_EXISTS":
+            return False
+        raise RuntimeError(f"cannot create topic '{topic}': {error.str()}") from None
+    # Metadata can lag behind creation; wait until the partitions are visible.
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        meta = admin.list_topics(topic=topic, timeout=5).topics.get(topic)
+        if meta is not None and meta.error is None and len(meta.partitions) == partitions:
+            break
+        time.sleep(0.1)
+    return True

@@ -1,0 +1,393 @@
+"""A Kafka streaming source for Spark on PySpark's Python Data Source API.
+
+Spark's own `format("kafka")` needs a connector jar that cannot be installed here, so this
+source mirrors it: the same columns (key, value, topic, partition, offset, timestamp,
+timestampType) and the same option names:
+
+    kafka.bootstrap.servers   required
+    subscribe                 comma-separated topics
+    startingOffsets           "earliest" | "latest" | '{"trades": {"0": 42, "1": -2}}'
+                              (-2 = earliest, -1 = latest, as in Spark)
+    startingTimestamp         milliseconds since the epoch; wins over startingOffsets
+    maxOffsetsPerTrigger      records per micro-batch, spread over partitions
+    kafka.*                   passed to the confluent-kafka (librdkafka) client
+
+Offsets are {topic: {partition: next offset to read}} dicts that Spark keeps in the query
+checkpoint, so a restart resumes exactly where the last committed batch ended.
+
+The driver never subscribes: it asks for watermark offsets, and each task assigns one
+partition, reads a known offset range and closes its consumer. No consumer sits idle in
+a poll loop (the embedded broker has no fetch long-poll, so an idle one would spin).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Iterator, Mapping
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+
+try:  # Spark >= 4.2: read limits and Trigger.AvailableNow support
+    from pyspark.sql.streaming.datasource import (
+        ReadAllAvailable,
+        ReadLimit,
+        ReadMaxRows,
+        SupportsTriggerAvailableNow,
+    )
+except ImportError:  # pragma: no cover - older Spark
+    ReadLimit = ReadAllAvailable = ReadMaxRows = None
+
+    class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
+        pass
+
+log = logging.getLogger(__name__)
+
+SOURCE_NAME = "pykafka"
+KAFKA_SCHEMA = (
+    "key binary, value binary, topic string, partition int, offset long, "
+    "timestamp timestamp, timestampType int"
+)
+EARLIEST, LATEST = -2, -1
+# A task that sees no record for this long while offsets remain declares the broker gone.
+DEFAULT_READ_TIMEOUT_MS = 120_000
+RECORDS_PER_ARROW_BATCH = 20_000
+
+
+class KafkaSourceError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    client: Mapping[str, str]
+    topics: tuple[str, ...]
+    starting_offsets: str = "earliest"
+    starting_timestamp: int | None = None
+    max_offsets_per_trigger: int | None = None
+    read_timeout_ms: int = DEFAULT_READ_TIMEOUT_MS
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> "SourceOptions":
+        opts = {str(k): str(v) for k, v in options.items()}
+        lower = {k.lower(): v for k, v in opts.items()}
+        client = {k[len("kafka."):]: v for k, v in opts.items() if k.lower().startswith("kafka.")}
+        if "bootstrap.servers" not in client:
+            raise KafkaSourceError("option 'kafka.bootstrap.servers' is required, e.g. 127.0.0.1:9092")
+        if "subscribe" not in lower:
+            raise KafkaSourceError("option 'subscribe' is required: a comma-separated list of topics")
+        topics = tuple(t.strip() for t in lower["subscribe"].split(",") if t.strip())
+        max_offsets = lower.get("maxoffsetspertrigger")
+        timestamp = lower.get("startingtimestamp")
+        try:
+            max_offsets_value = int(max_offsets) if max_offsets else None
+            timestamp_value = int(timestamp) if timestamp else None
+            timeout = int(lower.get("fetchtimeoutms", DEFAULT_READ_TIMEOUT_MS))
+        except ValueError as exc:
+            raise KafkaSourceError(f"invalid numeric option: {exc}") from None
+        if max_offsets_value is not None and max_offsets_value <= 0:
+            raise KafkaSourceError("maxOffsetsPerTrigger must be positive")
+        return cls(
+            client=client,
+            topics=topics,
+            starting_offsets=lower.get("startingoffsets", "latest").strip(),
+            starting_timestamp=timestamp_value,
+            max_offsets_per_trigger=max_offsets_value,
+            read_timeout_ms=timeout,
+        )
+
+
+# Offsets: {topic: {"partition": offset}}. Spark needs primitive keys, so partitions are strings.
+Offsets = dict[str, dict[str, int]]
+
+
+def flatten(offsets: Offsets) -> dict[tuple[str, int], int]:
+    return {(topic, int(p)): int(o) for topic, parts in offsets.items() for p, o in parts.items()}
+
+
+def nest(flat: Mapping[tuple[str, int], int]) -> Offsets:
+    out: Offsets = {}
+    for (topic, partition), offset in sorted(flat.items()):
+        out.setdefault(topic, {})[str(partition)] = int(offset)
+    return out
+
+
+def cap_offsets(
+    start: Mapping[tuple[str, int], int], latest: Mapping[tuple[str, int], int], max_records: int
+) -> dict[tuple[str, int], int]:
+    """Advance each partition from start towards latest, at most max_records in total.
+
+    Shares are proportional to each partition's backlog (as Spark's Kafka source does), and
+    at least one record per non-empty partition so that a small limit never stalls one.
+    """
+    backlog = {tp: max(0, latest[tp] - start.get(tp, latest[tp])) for tp in latest}
+    total = sum(backlog.values())
+    if total <= max_records:
+        return dict(latest)
+    end = {}
+    for tp, high in latest.items():
+        lag = backlog[tp]
+        share = 0 if lag == 0 else max(1, int(lag * max_records / total))
+        end[tp] = start.get(tp, high) + min(lag, share)
+    return end
+
+
+def parse_starting_offsets(text: str, topics: tuple[str, ...]) -> Offsets | str:
+    text = text.strip()
+    if text.lower() in ("earliest", "latest"):
+        return text.lower()
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError:
+        raise KafkaSourceError(
+            f"startingOffsets must be 'earliest', 'latest' or JSON like "
+            f'{{"{topics[0] if topics else "topic"}": {{"0": 42}}}}, got {text!r}'
+        ) from None
+    if not isinstance(parsed, dict) or not all(isinstance(v, dict) for v in parsed.values()):
+        raise KafkaSourceError(f"startingOffsets JSON must map topic -> {{partition: offset}}, got {text!r}")
+    return {t: {str(p): int(o) for p, o in parts.items()} for t, parts in parsed.items()}
+
+
+class KafkaPartitionRange(InputPartition):
+    def __init__(self, topic: str, partition: int, from_offset: int, until_offset: int):
+        super().__init__((topic, partition, from_offset, until_offset))
+        self.topic = topic
+        self.partition = partition
+        self.from_offset = from_offset
+        self.until_offset = until_offset
+
+
+def _driver_consumer(client: Mapping[str, str]):
+    from confluent_kafka import Consumer
+
+    # Used only for metadata and watermark offsets; it never subscribes or polls.
+    return Consumer({
+        **client,
+        "group.id": f"trade-summary-source-{uuid.uuid4().hex[:8]}",
+        "enable.auto.commit": False,
+        "logger": logging.getLogger("streaming.librdkafka"),
+    })
+
+
+class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, options: SourceOptions):
+        self.options = options
+        self._consumer = None
+        self._available_now_target: dict[tuple[str, int], int] | None = None
+
+    # -- broker queries (driver side) ------------------------------------------------------
+    def _client(self):
+        if self._consumer is None:
+            self._consumer = _driver_consumer(self.options.client)
+        return self._consumer
+
+    def _topic_partitions(self) -> list[tuple[str, int]]:
+        from confluent_kafka import KafkaException
+
+        try:
+            metadata = self._client().list_topics(timeout=15)
+        except KafkaException as exc:
+            raise KafkaSourceError(
+                f"cannot reach Kafka at {self.options.client.get('bootstrap.servers')}: {exc.args[0].str()}"
+            ) from None
+        found = []
+        for topic in self.options.topics:
+            meta = metadata.topics.get(topic)
+            if meta is None or meta.error is not None:
+                continue  # not created yet: no data, and new partitions are picked up later
+            found.extend((topic, p) for p in meta.partitions)
+        return sorted(found)
+
+    def _watermarks(self, tps) -> dict[tuple[str, int], tuple[int, int]]:
+        from confluent_kafka import KafkaException, TopicPartition
+
+        out = {}
+        for topic, partition in tps:
+            try:
+                low, high = self._client().get_watermark_offsets(TopicPartition(topic, partition), timeout=15)
+            except KafkaException as exc:
+                raise KafkaSourceError(
+                    f"cannot read offsets of {topic}/{partition} from "
+                    f"{self.options.client.get('bootstrap.servers')}: {exc.args[0].str()}"
+                ) from None
+            out[(topic, partition)] = (low, high)
+        return out
+
+    def _offsets_for_time(self, tps, timestamp_ms: int, highs) -> dict[tuple[str, int], int]:
+        from confluent_kafka import TopicPartition
+
+        found = self._client().offsets_for_times(
+            [TopicPartition(t, p, timestamp_ms) for t, p in tps], timeout=15
+        )
+        # A partition with nothing at or after the time starts at its end (Spark's "latest" strategy).
+        return {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else highs[(tp.topic, tp.partition)])
+                for tp in found}
+
+    # -- DataSourceStreamReader -----------------------------------------------------------
+    def initialOffset(self) -> dict:
+        tps = self._topic_partitions()
+        marks = self._watermarks(tps)
+        lows = {tp: lo for tp, (lo, _) in marks.items()}
+        highs = {tp: hi for tp, (_, hi) in marks.items()}
+        if self.options.starting_timestamp is not None:
+            return nest(self._offsets_for_time(tps, self.options.starting_timestamp, highs))
+        start = parse_starting_offsets(self.options.starting_offsets, self.options.topics)
+        if start == "earliest":
+            return nest(lows)
+        if start == "latest":
+            return nest(highs)
+        given = flatten(start)
+        resolved = {}
+        for tp in tps:
+            offset = given.get(tp, EARLIEST)
+            resolved[tp] = lows[tp] if offset == EARLIEST else highs[tp] if offset == LATEST else offset
+        return nest(resolved)
+
+    def getDefaultReadLimit(self):
+        if self.options.max_offsets_per_trigger and ReadMaxRows is not None:
+            return ReadMaxRows(self.options.max_offsets_per_trigger)
+        return ReadAllAvailable() if ReadAllAvailable is not None else None
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        tps = self._topic_partitions()
+        self._available_now_target = {tp: hi for tp, (_, hi) in self._watermarks(tps).items()}
+
+    def latestOffset(self, start: dict | None = None, limit=None) -> dict:
+        """Spark < 4.2 calls latestOffset(); 4.2+ calls latestOffset(start, limit)."""
+        if self._available_now_target is not None:
+            latest = dict(self._available_now_target)
+        else:
+            tps = self._topic_partitions()
+            latest = {tp: hi for tp, (_, hi) in self._watermarks(tps).items()}
+        begin = flatten(start) if start else {}
+        # Never go backwards: a partition missing from metadata for a moment keeps its offset.
+        for tp, offset in begin.items():
+            latest[tp] = max(latest.get(tp, offset), offset)
+        max_rows = None
+        if ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
+            max_rows = limit.max_rows
+        elif limit is None and start is None and self.options.max_offsets_per_trigger:
+            max_rows = self.options.max_offsets_per_trigger
+        if max_rows and begin:
+            latest = cap_offsets({tp: begin.get(tp, 0) for tp in latest}, latest, max_rows)
+        return nest(latest)
+
+    def reportLatestOffset(self):
+        try:
+            tps = self._topic_partitions()
+            return nest({tp: hi for tp, (_, hi) in self._watermarks(tps).items()})
+        except KafkaSourceError:
+            return None
+
+    def partitions(self, start: dict, end: dict):
+        begin, finish = flatten(start), flatten(end)
+        ranges = []
+        for (topic, partition), until in sorted(finish.items()):
+            # A partition that appeared after `start` was planned is read from its beginning.
+            since = begin.get((topic, partition), 0)
+            if until > since:
+                ranges.append(KafkaPartitionRange(topic, partition, since, until))
+        return ranges
+
+    def read(self, partition: KafkaPartitionRange) -> Iterator:
+        return read_range(self.options, partition)
+
+    def commit(self, end: dict) -> None:
+        pass  # progress lives in Spark's checkpoint, not in Kafka consumer groups
+
+    def stop(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+
+
+def read_range(options: SourceOptions, part: KafkaPartitionRange) -> Iterator:
+    """Read [from_offset, until_offset) of one partition as Arrow record batches."""
+    import pyarrow as pa
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+    consumer = Consumer({
+        **options.client,
+        "group.id": "trade-summary-source",
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",  # offsets below the log start (retention) jump ahead
+        "enable.partition.eof": True,
+        "logger": logging.getLogger("streaming.librdkafka"),
+    })
+    schema = pa.schema([
+        ("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()), ("partition", pa.int32()),
+        ("offset", pa.int64()), ("timestamp", pa.timestamp("us", tz="UTC")), ("timestampType", pa.int32()),
+    ])
+    columns: dict[str, list] = {name: [] for name in schema.names}
+
+    def flush():
+        batch = pa.RecordBatch.from_pydict(columns, schema=schema)
+        for values in columns.values():
+            values.clear()
+        return batch
+
+    try:
+        consumer.assign([TopicPartition(part.topic, part.partition, part.from_offset)])
+        next_offset = part.from_offset
+        last_progress = time.monotonic()
+        while next_offset < part.until_offset:
+            messages = consumer.consume(num_messages=min(10_000, part.until_offset - next_offset), timeout=1.0)
+            if not messages:
+                if time.monotonic() - last_progress > options.read_timeout_ms / 1000:
+                    raise KafkaSourceError(
+                        f"no records from {part.topic}/{part.partition} at offset {next_offset} "
+                        f"(expected up to {part.until_offset}) within {options.read_timeout_ms} ms: "
+                        f"is Kafka at {options.client.get('bootstrap.servers')} reachable?"
+                    )
+                continue
+            last_progress = time.monotonic()
+            for msg in messages:
+                error = msg.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:
+                        # End of log reached: offsets up to `until` that never came were gaps
+                        # (compaction, transaction markers).
+                        if msg.offset() < part.until_offset:
+                            log.warning("%s/%d ends at offset %d, before the planned %d: the broker lost records",
+                                        part.topic, part.partition, msg.offset(), part.until_offset)
+                        next_offset = part.until_offset
+                        break
+                    raise KafkaSourceError(f"reading {part.topic}/{part.partition}: {error.str()}")
+                offset = msg.offset()
+                if offset >= part.until_offset:
+                    next_offset = part.until_offset
+                    break
+                ts_type, ts = msg.timestamp()
+                columns["key"].append(msg.key())
+                columns["value"].append(msg.value())
+                columns["topic"].append(part.topic)
+                columns["partition"].append(part.partition)
+                columns["offset"].append(offset)
+                columns["timestamp"].append(ts * 1000 if ts_type else None)
+                columns["timestampType"].append(max(0, ts_type - 1))  # librdkafka 1/2 -> Spark 0/1
+                next_offset = offset + 1
+            if len(columns["offset"]) >= RECORDS_PER_ARROW_BATCH:
+                yield flush()
+        if columns["offset"]:
+            yield flush()
+    except KafkaException as exc:
+        raise KafkaSourceError(f"reading {part.topic}/{part.partition}: {exc.args[0].str()}") from None
+    finally:
+        consumer.close()
+
+
+class KafkaDataSource(DataSource):
+    """Register with spark.dataSource.register(KafkaDataSource); read with format("pykafka")."""
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    def schema(self) -> str:
+        return KAFKA_SCHEMA
+
+    def streamReader(self, schema) -> KafkaStreamReader:
+        return KafkaStreamReader(SourceOptions.parse(self.options))

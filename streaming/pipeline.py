@@ -1,0 +1,157 @@
+"""Query starters: source -> transformations -> sink, checkpoint and trigger. Kept thin; the
+logic lives in silver.py and gold.py, the writing in delta_sink.py."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+from streaming import gold, silver
+from streaming.delta_sink import checkpoint_app_id, publish
+from streaming.kafka_source import SOURCE_NAME
+from streaming.settings import Settings, format_duration
+
+log = logging.getLogger(__name__)
+
+GOLD_QUERY = "gold_trade_summary"
+
+
+def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
+    reader = (
+        spark.readStream.format(SOURCE_NAME)
+        .option("subscribe", settings.topic)
+        # A new query starts at the earliest retained offset, so trades produced while
+        # Spark was starting are not missed. A restart resumes from its checkpoint instead.
+        .option("startingOffsets", "earliest")
+    )
+    for key, value in settings.kafka_client_config().items():
+        reader = reader.option(f"kafka.{key}", value)
+    if settings.replay_from is not None:
+        reader = reader.option("startingTimestamp", str(int(settings.replay_from.timestamp() * 1000)))
+    if settings.max_offsets_per_trigger:
+        reader = reader.option("maxOffsetsPerTrigger", str(settings.max_offsets_per_trigger))
+    return reader.load()
+
+
+class GoldSink:
+    """foreachBatch: the updated windows of one micro-batch -> MERGE into gold/trade_summary."""
+
+    def __init__(self, table_path: Path, checkpoint: Path):
+        self.table_path = table_path
+        self.checkpoint = checkpoint
+        self._app_id: str | None = None
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        if self._app_id is None:
+            self._app_id = checkpoint_app_id(self.checkpoint, gold.GOLD_TABLE)
+        rows = batch.toArrow()
+        if rows.num_rows == 0:
+            return
+        n = rows.num_rows
+        now = datetime.now(timezone.utc)
+        rows = pa.table({
+            **{name: rows[name] for name in ("window_start", "window_end", "buy_amount", "sell_amount",
+                                             "settlement_amount", "trade_count")},
+            "revision": pa.array([1] * n, pa.int64()),
+            "updated_at": pa.array([now] * n, pa.timestamp("us", tz="UTC")),
+            "batch_id": pa.array([batch_id] * n, pa.int64()),
+        }).cast(gold.GOLD_SCHEMA)
+        publish(self.table_path, rows, gold.GOLD_KEYS, self._app_id, batch_id, bump=("revision",))
+
+
+def _with_trigger(writer, settings: Settings):
+    if settings.available_now:
+        return writer.trigger(availableNow=True)
+    return writer.trigger(processingTime=format_duration(settings.trigger))
+
+
+def start_gold_query(spark: SparkSession, settings: Settings) -> StreamingQuery:
+    checkpoint = settings.checkpoint_dir / GOLD_QUERY
+    trades = silver.valid_trades(silver.parse_trades(read_kafka(spark, settings)))
+    summary = gold.trade_summary(trades, settings.window, settings.watermark)
+    writer = (
+        summary.writeStream.queryName(GOLD_QUERY)
+        .outputMode("update")
+        .option("checkpointLocation", str(checkpoint))
+        .foreachBatch(GoldSink(settings.table_path(gold.GOLD_TABLE), checkpoint))
+    )
+    return _with_trigger(writer, settings).start()
+
+
+def set_aside_checkpoints(settings: Settings) -> Path | None:
+    """For --replay-from: move the old checkpoints aside (never deleted) so queries start fresh."""
+    if not settings.checkpoint_dir.exists():
+        return None
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    target = settings.data_dir / "checkpoints.replaced" / stamp
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(settings.checkpoint_dir), str(target))
+    return target
+
+
+@dataclass(frozen=True)
+class QueryStatus:
+    name: str
+    active: bool
+    error: str | None
+    batch_id: int | None
+    last_batch_at: str | None
+    watermark: str | None
+    input_rows_per_second: float | None
+    rows_dropped_by_watermark: int
+
+
+def query_status(query: StreamingQuery) -> QueryStatus:
+    progress = query.lastProgress or {}
+    exception = query.exception() if not query.isActive else None
+    watermark = (progress.get("eventTime") or {}).get("watermark")
+    dropped = sum(op.get("numRowsDroppedByWatermark", 0) for op in progress.get("stateOperators", []))
+    return QueryStatus(
+        name=query.name,
+        active=query.isActive,
+        error=str(exception) if exception else None,
+        batch_id=progress.get("batchId"),
+        last_batch_at=progress.get("timestamp"),
+        watermark=None if watermark in (None, "1970-01-01T00:00:00.000Z") else watermark,
+        input_rows_per_second=progress.get("inputRowsPerSecond"),
+        rows_dropped_by_watermark=dropped,
+    )
+
+
+class Pipeline:
+    """The streaming queries of a run."""
+
+    def __init__(self, spark: SparkSession, settings: Settings):
+        self.spark = spark
+        self.settings = settings
+        self.queries: list[StreamingQuery] = []
+
+    def start(self) -> None:
+        self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+        self.queries.append(start_gold_query(self.spark, self.settings))
+
+    def status(self) -> list[QueryStatus]:
+        return [query_status(q) for q in self.queries]
+
+    def failed(self) -> list[QueryStatus]:
+        return [s for s in self.status() if s.error]
+
+    def wait_until_done(self, poll_s: float = 0.5) -> None:
+        """For --available-now: block until every query has finished."""
+        while any(q.isActive for q in self.queries):
+            time.sleep(poll_s)
+
+    def stop(self) -> None:
+        for query in self.queries:
+            try:
+                query.stop()
+            except Exception as exc:  # a failed query may raise again on stop
+                log.warning("stopping %s: %s", query.name, exc)

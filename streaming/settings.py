@@ -1,0 +1,355 @@
+"""Every setting of a run, built once from the command line and the environment.
+
+`parse_settings(argv, environ)` is the only place that reads flags or environment
+variables; everything else receives the frozen `Settings` it returns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Mapping, Sequence
+
+ENV_PREFIX = "TRADE_SUMMARY_"
+# Kafka client settings from the environment: TRADE_SUMMARY_KAFKA_SASL_PASSWORD -> sasl.password
+KAFKA_ENV_PREFIX = ENV_PREFIX + "KAFKA_"
+SECRET_KEY_PATTERN = re.compile(r"password|secret|jaas|token|key\.pem|private", re.IGNORECASE)
+
+_DURATION = re.compile(r"^\s*(\d+)\s*(second|minute|hour|day)s?\s*$", re.IGNORECASE)
+_UNIT_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
+
+
+def parse_duration(text: str) -> timedelta:
+    """'15 minutes' -> timedelta(minutes=15). Spark's interval words, singular or plural."""
+    match = _DURATION.match(str(text))
+    if not match or int(match.group(1)) <= 0:
+        raise ValueError(
+            f"invalid duration {text!r}: expected a positive number and a unit, "
+            "e.g. '15 minutes', '30 seconds', '1 hour'"
+        )
+    return timedelta(seconds=int(match.group(1)) * _UNIT_SECONDS[match.group(2).lower()])
+
+
+def format_duration(delta: timedelta) -> str:
+    """timedelta -> the interval string Spark expects ('900 seconds')."""
+    return f"{int(delta.total_seconds())} seconds"
+
+
+def parse_instant(text: str) -> datetime:
+    """An ISO-8601 time with a zone ('2026-03-02T09:00:00Z') -> aware UTC datetime."""
+    try:
+        value = datetime.fromisoformat(str(text).strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"invalid time {text!r}: expected ISO-8601, e.g. 2026-03-02T09:00:00Z") from None
+    if value.tzinfo is None:
+        raise ValueError(f"time {text!r} has no zone: add 'Z' or an offset such as +01:00")
+    return value.astimezone(timezone.utc)
+
+
+def parse_kafka_properties(text: str) -> dict[str, str]:
+    """A client.properties file (key=value lines, # comments), as Confluent Cloud hands out."""
+    props: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith(("#", "!")):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            key, sep, value = line.partition(":")
+        if not sep:
+            raise ValueError(f"cannot read line {line!r}: expected key=value")
+        props[key.strip()] = value.strip()
+    return props
+
+
+def redact(options: Mapping[str, str]) -> dict[str, str]:
+    """Client settings safe to print: secrets replaced by '***'."""
+    return {k: ("***" if SECRET_KEY_PATTERN.search(k) else v) for k, v in options.items()}
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """Knobs of the producer simulation (all changeable at runtime from the dashboard)."""
+
+    rate: float = 20.0  # trades per wall-clock second
+    clock_speed: float = 60.0  # market seconds per wall-clock second
+    late_share: float = 0.05  # share of trades sent late
+    beyond_watermark_share: float = 0.2  # of the late ones, the share later than the watermark
+    duplicate_share: float = 0.01
+    malformed_share: float = 0.0
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path = Path("data")
+    bootstrap_servers: str | None = None  # None: start the embedded broker
+    broker_port: int = 9092
+    topic: str = "trades"
+    topic_partitions: int = 3
+    topic_retention_ms: int = 7 * 24 * 3600 * 1000
+    kafka_options: Mapping[str, str] = field(default_factory=dict, repr=False)
+    producer_enabled: bool = True
+    dashboard_enabled: bool = True
+    host: str = "127.0.0.1"
+    port: int = 8050
+    window: timedelta = timedelta(minutes=15)
+    watermark: timedelta = timedelta(minutes=30)
+    trigger: timedelta = timedelta(seconds=1)
+    available_now: bool = False
+    max_offsets_per_trigger: int | None = None
+    replay_from: datetime | None = None
+    master: str = "local[*]"
+    simulation: Simulation = Simulation()
+    refresh_ms: int = 2000
+
+    @property
+    def embedded_broker(self) -> bool:
+        return self.bootstrap_servers is None
+
+    @property
+    def kafka_bootstrap(self) -> str:
+        return self.bootstrap_servers or f"127.0.0.1:{self.broker_port}"
+
+    @property
+    def broker_dir(self) -> Path:
+        return self.data_dir / "broker"
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        return self.data_dir / "checkpoints"
+
+    def table_path(self, name: str) -> Path:
+        """name like 'gold/trade_summary' -> <data-dir>/gold/trade_summary."""
+        return self.data_dir / name
+
+    def kafka_client_config(self) -> dict[str, str]:
+        """librdkafka settings for every client of this run (producer, admin, source)."""
+        return {**self.kafka_options, "bootstrap.servers": self.kafka_bootstrap}
+
+    def replace(self, **changes) -> "Settings":
+        return dataclasses.replace(self, **changes)
+
+    def describe(self) -> str:
+        broker = f"embedded on 127.0.0.1:{self.broker_port}" if self.embedded_broker else self.bootstrap_servers
+        extra = f", client settings {redact(self.kafka_options)}" if self.kafka_options else ""
+        return (
+            f"Kafka {broker}, topic '{self.topic}'{extra}; data in {self.data_dir}; "
+            f"window {format_duration(self.window)}, watermark {format_duration(self.watermark)}"
+        )
+
+
+class UsageError(Exception):
+    """A bad flag or environment value; run.py prints it without a traceback."""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def _port(text: str) -> int:
+    value = _positive_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"port {value} is out of range 1-65535")
+    return value
+
+
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 < value <= 100_000:
+        raise argparse.ArgumentTypeError(f"expected a rate between 0 and 100000 trades/s, got {text!r}")
+    return value
+
+
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {text!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {text!r}")
+    return value
+
+
+def _argtype(parse):
+    def convert(text: str):
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    convert.__name__ = parse.__name__
+    return convert
+
+
+def _bootstrap(text: str) -> str:
+    servers = [s.strip() for s in text.split(",") if s.strip()]
+    for server in servers:
+        host, sep, port = server.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise argparse.ArgumentTypeError(f"expected HOST:PORT[,HOST:PORT...], got {text!r}")
+    if not servers:
+        raise argparse.ArgumentTypeError("expected HOST:PORT[,HOST:PORT...]")
+    return ",".join(servers)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # noqa: D401 - argparse API
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="python run.py",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(
+            "Trade Summary: simulated brokerage trades -> Kafka -> Spark Structured Streaming\n"
+            "-> Delta tables -> a live 15-minute trade summary chart.\n\n"
+            "With no flags it starts an embedded Kafka broker, the streaming pipeline, the\n"
+            "producer simulation and the dashboard at http://127.0.0.1:8050 ."
+        ),
+        epilog=(
+            "Every flag can also be set in the environment as TRADE_SUMMARY_<FLAG>, e.g.\n"
+            "TRADE_SUMMARY_DATA_DIR=/srv/trades or TRADE_SUMMARY_NO_PRODUCER=1; a flag wins.\n"
+            "Kafka client settings (SASL, TLS) come from --kafka-config FILE or from\n"
+            "TRADE_SUMMARY_KAFKA_<SETTING> (TRADE_SUMMARY_KAFKA_SASL_PASSWORD -> sasl.password).\n"
+            "Secrets are never printed.\n\n"
+            "Ctrl-C (SIGINT) or SIGTERM stops everything cleanly; a restart resumes where it stopped."
+        ),
+    )
+    kafka = parser.add_argument_group("Kafka")
+    kafka.add_argument("--bootstrap-servers", type=_bootstrap, metavar="HOST:PORT[,...]",
+                       help="use this Kafka; no embedded broker is started (default: embedded broker)")
+    kafka.add_argument("--broker-port", type=_port, default=9092, metavar="N",
+                       help="port of the embedded broker on 127.0.0.1 (default: %(default)s)")
+    kafka.add_argument("--topic", default="trades", metavar="NAME", help="trades topic (default: %(default)s)")
+    kafka.add_argument("--kafka-config", type=Path, metavar="FILE",
+                       help="client.properties file with Kafka client settings (security.protocol, "
+                            "sasl.mechanisms, sasl.username, sasl.password, ssl.ca.location, ...)")
+
+    run = parser.add_argument_group("what to run")
+    run.add_argument("--data-dir", type=Path, default=Path("data"), metavar="PATH",
+                     help="Delta tables, checkpoints and embedded broker data (default: ./data)")
+    run.add_argument("--no-producer", action="store_true",
+                     help="start with the producer simulation off (the dashboard can turn it on)")
+    run.add_argument("--no-dashboard", action="store_true", help="run the pipeline only (headless)")
+    run.add_argument("--host", default="127.0.0.1", help="dashboard bind address (default: %(default)s)")
+    run.add_argument("--port", type=_port, default=8050, help="dashboard port (default: %(default)s)")
+    run.add_argument("--master", default="local[*]", help="Spark master URL (default: %(default)s)")
+
+    stream = parser.add_argument_group("streaming")
+    stream.add_argument("--window", type=_argtype(parse_duration), default=parse_duration("15 minutes"),
+                        metavar="DURATION", help="tumbling window length (default: '15 minutes')")
+    stream.add_argument("--watermark", type=_argtype(parse_duration), default=parse_duration("30 minutes"),
+                        metavar="DURATION", help="how late a trade may arrive and still count (default: '30 minutes')")
+    stream.add_argument("--trigger", type=_argtype(parse_duration), default=parse_duration("1 second"),
+                        metavar="DURATION", help="micro-batch interval (default: '1 second')")
+    stream.add_argument("--available-now", action="store_true",
+                        help="process everything already in Kafka, then exit 0 (catch-up / cron use)")
+    stream.add_argument("--max-offsets-per-trigger", type=_positive_int, metavar="N",
+                        help="read at most N Kafka records per micro-batch (backpressure)")
+    stream.add_argument("--replay-from", type=_argtype(parse_instant), metavar="ISO-8601",
+                        help="reprocess from this Kafka time with fresh checkpoints (old ones kept aside)")
+
+    sim = parser.add_argument_group("producer simulation")
+    sim.add_argument("--rate", type=_rate, default=Simulation.rate, metavar="N",
+                     help="trades per second (default: %(default)s)")
+    sim.add_argument("--clock-speed", type=_rate, default=Simulation.clock_speed, metavar="X",
+                     help="market seconds per real second (default: %(default)s)")
+    sim.add_argument("--late-share", type=_share, default=Simulation.late_share, metavar="SHARE",
+                     help="share of trades sent late (default: %(default)s)")
+    sim.add_argument("--beyond-watermark-share", type=_share, default=Simulation.beyond_watermark_share,
+                     metavar="SHARE", help="of the late trades, the share later than the watermark (default: %(default)s)")
+    sim.add_argument("--duplicate-share", type=_share, default=Simulation.duplicate_share, metavar="SHARE",
+                     help="share of trades delivered twice (default: %(default)s)")
+    sim.add_argument("--malformed-share", type=_share, default=Simulation.malformed_share, metavar="SHARE",
+                     help="share of malformed messages (default: %(default)s)")
+    return parser
+
+
+def _env_args(parser: argparse.ArgumentParser, environ: Mapping[str, str]) -> list[str]:
+    """TRADE_SUMMARY_<FLAG> variables turned into flags, placed before the real ones so flags win."""
+    args: list[str] = []
+    for action in parser._actions:  # argparse keeps no public list of its actions
+        long_flags = [s for s in action.option_strings if s.startswith("--")]
+        if not long_flags or action.dest == "help":
+            continue
+        flag = long_flags[0]
+        name = ENV_PREFIX + flag[2:].upper().replace("-", "_")
+        if name not in environ:
+            continue
+        value = environ[name]
+        if action.nargs == 0:  # store_true
+            if value.strip().lower() in ("1", "true", "yes", "on"):
+                args.append(flag)
+            elif value.strip().lower() not in ("0", "false", "no", "off", ""):
+                raise UsageError(f"{name}={value!r}: expected 1/0, true/false, yes/no or on/off")
+        else:
+            args.append(f"{flag}={value}")
+    return args
+
+
+def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> Settings:
+    """Flags and environment -> Settings. Raises UsageError with a readable message."""
+    environ = {} if environ is None else environ
+    parser = build_parser()
+    try:
+        env_args = _env_args(parser, environ)
+        ns = parser.parse_args([*env_args, *argv])
+    except UsageError as exc:
+        raise UsageError(str(exc)) from None
+
+    kafka_options: dict[str, str] = {}
+    if ns.kafka_config is not None:
+        try:
+            kafka_options.update(parse_kafka_properties(ns.kafka_config.read_text()))
+        except OSError as exc:
+            raise UsageError(f"cannot read --kafka-config {ns.kafka_config}: {exc.strerror}") from None
+        except ValueError as exc:
+            raise UsageError(f"--kafka-config {ns.kafka_config}: {exc}") from None
+    for name, value in environ.items():
+        if name.startswith(KAFKA_ENV_PREFIX):
+            kafka_options[name[len(KAFKA_ENV_PREFIX):].lower().replace("_", ".")] = value
+    bootstrap = ns.bootstrap_servers or kafka_options.pop("bootstrap.servers", None)
+    if bootstrap and ns.bootstrap_servers is None:
+        bootstrap = _bootstrap(bootstrap)
+
+    return Settings(
+        data_dir=ns.data_dir,
+        bootstrap_servers=bootstrap,
+        broker_port=ns.broker_port,
+        topic=ns.topic,
+        kafka_options=kafka_options,
+        producer_enabled=not ns.no_producer,
+        dashboard_enabled=not ns.no_dashboard,
+        host=ns.host,
+        port=ns.port,
+        window=ns.window,
+        watermark=ns.watermark,
+        trigger=ns.trigger,
+        available_now=ns.available_now,
+        max_offsets_per_trigger=ns.max_offsets_per_trigger,
+        replay_from=ns.replay_from,
+        master=ns.master,
+        simulation=Simulation(
+            rate=ns.rate,
+            clock_speed=ns.clock_speed,
+            late_share=ns.late_share,
+            beyond_watermark_share=ns.beyond_watermark_share,
+            duplicate_share=ns.duplicate_share,
+            malformed_share=ns.malformed_share,
+        ),
+    )

@@ -1,0 +1,76 @@
+"""The one SparkSession of a run, with our Kafka source registered."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class JavaMissing(RuntimeError):
+    pass
+
+
+def check_java() -> str:
+    """Return `java -version`'s first line, or raise JavaMissing with how to fix it."""
+    java_home = os.environ.get("JAVA_HOME")
+    java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+    if not java or not Path(java).exists():
+        raise JavaMissing(
+            "Java is required by Spark but `java` was not found"
+            + (f" under JAVA_HOME={java_home}" if java_home else " on PATH")
+            + ". Install a JDK 17 (Debian: apt-get install -y openjdk-17-jre-headless) or set JAVA_HOME."
+        )
+    out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+    if out.returncode != 0:
+        raise JavaMissing(f"`{java} -version` failed: {out.stderr.strip()}")
+    return (out.stderr or out.stdout).splitlines()[0]
+
+
+def _package_zip() -> str:
+    """The `streaming` package zipped, for Python workers on a cluster."""
+    target = Path(tempfile.mkdtemp(prefix="trade-summary-pyfiles-")) / "streaming.zip"
+    with zipfile.ZipFile(target, "w") as zf:
+        for path in (REPO_ROOT / "streaming").rglob("*.py"):
+            zf.write(path, path.relative_to(REPO_ROOT))
+    return str(target)
+
+
+def create_spark(master: str = "local[*]", app_name: str = "trade-summary", shuffle_partitions: int = 4):
+    check_java()
+    # Python workers must import `streaming` (the source's reader is pickled by reference).
+    python_path = os.environ.get("PYTHONPATH", "")
+    if str(REPO_ROOT) not in python_path.split(os.pathsep):
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), python_path) if p)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+    from pyspark.sql import SparkSession
+
+    from streaming.kafka_source import KafkaDataSource
+
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.sql.session.timeZone", "UTC")
+        # Few, small batches: a handful of shuffle partitions keeps per-batch overhead low.
+        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.sql.streaming.noDataMicroBatches.enabled", "true")
+        .config("spark.python.worker.reuse", "true")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+    )
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    if not master.startswith("local"):
+        spark.sparkContext.addPyFile(_package_zip())
+    spark.dataSource.register(KafkaDataSource)
+    return spark
