@@ -149,9 +149,15 @@ class Pipeline:
         while any(q.isActive for q in self.queries):
             time.sleep(poll_s)
 
-    def stop(self) -> None:
+    def stop(self, grace_s: float = 10.0) -> None:
+        """Stop each query between micro-batches when possible, so no batch is cancelled halfway
+        (a cancelled batch is safe, it is redone on restart, but it fills the log with noise)."""
+        logging.getLogger("py4j").setLevel(logging.CRITICAL)  # the cancelled callback's traceback
+        deadline = time.monotonic() + grace_s
         for query in self.queries:
             try:
+                while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
+                    time.sleep(0.05)
                 query.stop()
             except Exception as exc:  # a failed query may raise again on stop
                 log.warning("stopping %s: %s", query.name, exc)

@@ -11,6 +11,7 @@ import zipfile
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+LOG4J_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
 
 
 class JavaMissing(RuntimeError):
@@ -48,27 +49,35 @@ def create_spark(master: str = "local[*]", app_name: str = "trade-summary", shuf
     python_path = os.environ.get("PYTHONPATH", "")
     if str(REPO_ROOT) not in python_path.split(os.pathsep):
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), python_path) if p)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
     from pyspark.sql import SparkSession
 
     from streaming.kafka_source import KafkaDataSource
 
-    builder = (
-        SparkSession.builder.master(master)
-        .appName(app_name)
-        .config("spark.sql.session.timeZone", "UTC")
-        # Few, small batches: a handful of shuffle partitions keeps per-batch overhead low.
-        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.sql.streaming.noDataMicroBatches.enabled", "true")
-        .config("spark.python.worker.reuse", "true")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+    conf = (
+        SparkConf().setMaster(master).setAppName(app_name)
+        .set("spark.sql.session.timeZone", "UTC")
+        # Small batches: a handful of shuffle partitions keeps per-batch overhead low.
+        .set("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        .set("spark.ui.enabled", "false")
+        .set("spark.ui.showConsoleProgress", "false")
+        .set("spark.driver.bindAddress", "127.0.0.1")
+        .set("spark.driver.host", "127.0.0.1")
+        .set("spark.python.worker.reuse", "true")
+        .set("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .set("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}")
     )
-    spark = builder.getOrCreate()
+    if SparkContext._active_spark_context is None:
+        # The JVM gets its own session, so a SIGTERM or Ctrl-C sent to our process group
+        # (a supervisor, `timeout`, a closing terminal) reaches only us, and we stop the
+        # queries in order. The JVM still exits when we do: it watches its stdin pipe.
+        SparkContext(conf=conf, gateway=launch_gateway(conf, popen_kwargs={"start_new_session": True}))
+    spark = SparkSession.builder.config(conf=conf).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     if not master.startswith("local"):
         spark.sparkContext.addPyFile(_package_zip())

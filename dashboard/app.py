@@ -1,0 +1,29 @@
+"""The Dash app: create_app() wires layout, data access and callbacks together."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from dash import Dash
+
+from dashboard.callbacks import register_callbacks
+from dashboard.data import GOLD_COLUMNS, TableReader
+from dashboard.layout import build_layout
+
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
+
+
+def create_app(data_dir: Path, refresh_ms: int = 2000, simulator=None,
+               pipeline_status: Callable[[], list] | None = None) -> Dash:
+    app = Dash(__name__, title="Trade Summary", assets_folder=str(ASSETS), update_title=None)
+    gold = TableReader(Path(data_dir) / "gold" / "trade_summary", GOLD_COLUMNS)
+
+    def layout():
+        enabled = simulator.enabled if simulator is not None else None
+        rate = simulator.simulation.rate if simulator is not None else None
+        return build_layout(refresh_ms, enabled, rate)
+
+    app.layout = layout
+    register_callbacks(app, gold, simulator, pipeline_status)
+    return app

@@ -1,0 +1,93 @@
+"""Figure building: snapshot dicts -> Plotly figures. Pure; no I/O."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from dashboard import ids
+
+# The seed's meaning: buy blue, sell orange, settlement grey (a colour-blind-safe pair + grey).
+BUY_COLOR = "#1f77b4"
+SELL_COLOR = "#ff7f0e"
+SETTLEMENT_COLOR = "#7f7f7f"
+
+
+def windows_frame(snapshot: dict | None) -> pd.DataFrame:
+    frame = pd.DataFrame((snapshot or {}).get("windows", []))
+    if frame.empty:
+        return frame
+    frame["window_start"] = pd.to_datetime(frame["window_start"], utc=True)
+    return frame.sort_values("window_start").reset_index(drop=True)
+
+
+def running_totals(frame: pd.DataFrame) -> pd.DataFrame:
+    """Cumulative buy, sell and settlement over the day, window by window."""
+    out = frame.copy()
+    for column in ("buy_amount", "sell_amount", "settlement_amount"):
+        out[column] = frame[column].cumsum()
+    return out
+
+
+def empty_figure(message: str) -> go.Figure:
+    fig = go.Figure()
+    fig.update_layout(
+        template="plotly_white", height=460, margin=dict(l=60, r=20, t=30, b=50),
+        xaxis=dict(visible=False), yaxis=dict(visible=False),
+        annotations=[dict(text=message, showarrow=False, font=dict(size=16, color="#555"),
+                          xref="paper", yref="paper", x=0.5, y=0.5)],
+    )
+    return fig
+
+
+def summary_figure(snapshot: dict | None, mode: str = ids.MODE_WINDOW) -> go.Figure:
+    """The trade summary chart: total buy, total sell and settlement per window (or running)."""
+    frame = windows_frame(snapshot)
+    if frame.empty:
+        return empty_figure("Waiting for the first trades… the chart fills as windows are processed.")
+    if mode == ids.MODE_RUNNING:
+        frame = running_totals(frame)
+    x = frame["window_start"]
+    hover = "%{x|%H:%M} window<br>%{fullData.name}: %{y:,.2f}<extra></extra>"
+    fig = go.Figure([
+        go.Scatter(x=x, y=frame["buy_amount"], name="Total buy", mode="lines+markers",
+                   line=dict(color=BUY_COLOR, width=2.5), hovertemplate=hover),
+        go.Scatter(x=x, y=frame["sell_amount"], name="Total sell", mode="lines+markers",
+                   line=dict(color=SELL_COLOR, width=2.5), hovertemplate=hover),
+        go.Scatter(x=x, y=frame["settlement_amount"], name="Settlement (buy − sell)", mode="lines+markers",
+                   line=dict(color=SETTLEMENT_COLOR, width=2, dash="dot"), hovertemplate=hover),
+    ])
+    day = x.iloc[0].strftime("%A %d %B %Y")
+    fig.update_layout(
+        template="plotly_white", height=460, hovermode="x unified",
+        margin=dict(l=70, r=20, t=30, b=50),
+        legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
+        xaxis=dict(title=f"Window start (UTC) · {day}", tickformat="%H:%M", dtick=15 * 60 * 1000
+                   if len(frame) <= 40 else None),
+        yaxis=dict(title="Amount" + (" (running total)" if mode == ids.MODE_RUNNING else ""),
+                   tickformat=",.0f", zeroline=True, zerolinecolor="#bbb"),
+        uirevision="keep-zoom",
+    )
+    return fig
+
+
+def status_text(snapshot: dict | None) -> str:
+    status = (snapshot or {}).get("status", {})
+    producer = status.get("producer")
+    parts = []
+    if producer is None:
+        parts.append("Producer: not available")
+    else:
+        state = "on" if producer["enabled"] else "off"
+        parts.append(f"Producer {state} · {producer['rate']:g} trades/s · sent {producer['sent']:,}"
+                     + (f" · failed {producer['failed']:,}" if producer["failed"] else "")
+                     + f" · market time {producer['market_time'][11:16]}")
+    for query in status.get("queries", []):
+        if query.get("error"):
+            parts.append(f"{query['name']} FAILED: {query['error'][:200]}")
+            continue
+        last = query.get("last_batch_at")
+        parts.append(f"Last batch {last[11:19] + ' UTC' if last else '—'} (#{query.get('batch_id', '—')})")
+        watermark = query.get("watermark")
+        parts.append(f"Watermark {watermark[:16].replace('T', ' ') if watermark else '— (no trades yet)'}")
+    return "  ·  ".join(parts)

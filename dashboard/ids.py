@@ -1,0 +1,15 @@
+"""Component ids, in one place so layout and callbacks cannot drift apart."""
+
+TICK = "tick"
+SNAPSHOT = "snapshot"
+CHART = "trade-summary-chart"
+CHART_MODE = "chart-mode"
+STATUS_LINE = "status-line"
+DAY_LABEL = "day-label"
+PRODUCER_SWITCH = "producer-switch"
+RATE_INPUT = "rate-input"
+RATE_APPLY = "rate-apply"
+CONTROL_MESSAGE = "control-message"
+
+MODE_WINDOW = "window"
+MODE_RUNNING = "running"

@@ -1,0 +1,321 @@
+"""The producer simulation: a market that trades faster than the wall clock, sent to Kafka.
+
+Pure pieces (the market clock, trade generation, late-delay choice) are plain functions so
+they can be tested alone; `TradeSimulator` runs them on a thread with a confluent-kafka
+idempotent producer and exposes thread-safe controls and counters for the dashboard.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import random
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import date, datetime, time as dtime, timedelta, timezone
+from typing import Mapping
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+from streaming.settings import Simulation
+
+log = logging.getLogger(__name__)
+
+MARKET_OPEN = dtime(9, 0)
+MARKET_CLOSE = dtime(17, 0)
+SYMBOLS = {  # a handful of liquid names with plausible prices
+    "AAPL": 228.0, "MSFT": 415.0, "NVDA": 135.0, "AMZN": 198.0,
+    "GOOGL": 172.0, "META": 560.0, "JPM": 215.0, "TSLA": 245.0,
+}
+CHANNELS = ("desktop", "web", "mobile", "laptop")
+CHANNEL_WEIGHTS = (0.35, 0.25, 0.3, 0.1)
+ACCOUNTS = 250
+
+
+# -- the market clock ------------------------------------------------------------------------
+def market_open_on(day: date) -> datetime:
+    return datetime.combine(day, MARKET_OPEN, tzinfo=timezone.utc)
+
+
+def next_trading_moment(moment: datetime) -> datetime:
+    """The moment itself while the market is open; else the next opening (09:00 UTC)."""
+    moment = moment.astimezone(timezone.utc)
+    if moment.time() < MARKET_OPEN:
+        return market_open_on(moment.date())
+    if moment.time() >= MARKET_CLOSE:
+        return market_open_on(moment.date() + timedelta(days=1))
+    return moment
+
+
+def resume_market_time(latest_event_time: datetime | None, today: date) -> datetime:
+    """Where the simulated market starts: just after the latest trade on the topic, or at
+    today's opening when the topic is empty. A restart never rewinds to 09:00."""
+    if latest_event_time is None:
+        return market_open_on(today)
+    return next_trading_moment(latest_event_time + timedelta(seconds=1))
+
+
+class MarketClock:
+    """Market time that advances `speed` times faster than the wall clock, only while running."""
+
+    def __init__(self, start: datetime, speed: float):
+        self._market = start
+        self.speed = speed
+
+    def now(self) -> datetime:
+        return self._market
+
+    def advance(self, wall_seconds: float) -> datetime:
+        self._market = next_trading_moment(self._market + timedelta(seconds=wall_seconds * self.speed))
+        return self._market
+
+
+# -- trades -------------------------------------------------------------------------------
+def format_event_time(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def make_trade(rng: random.Random, event_time: datetime, prices: dict[str, float]) -> dict:
+    """One trade as on the topic (PRODUCT.md). Prices follow a small random walk in `prices`."""
+    symbol = rng.choice(tuple(prices))
+    prices[symbol] = max(1.0, prices[symbol] * (1 + rng.gauss(0, 0.0008)))
+    return {
+        "trade_id": uuid.UUID(int=rng.getrandbits(128)).hex,
+        "account_id": f"ACC-{rng.randrange(1, ACCOUNTS + 1):05d}",
+        "symbol": symbol,
+        "side": "BUY" if rng.random() < 0.52 else "SELL",
+        "quantity": max(1, int(rng.lognormvariate(3.0, 1.0))),
+        "price": round(prices[symbol], 2),
+        "channel": rng.choices(CHANNELS, CHANNEL_WEIGHTS)[0],
+        "event_time": format_event_time(event_time),
+    }
+
+
+def late_delay(rng: random.Random, window: timedelta, watermark: timedelta, beyond_share: float) -> timedelta:
+    """How late a late trade is. Within the watermark it lands in an earlier window (a
+    correction); beyond it, Spark drops it (too late)."""
+    if rng.random() < beyond_share:
+        return watermark + timedelta(seconds=rng.uniform(0.1, 1.0) * watermark.total_seconds())
+    low = min(window, watermark * 0.5).total_seconds()
+    return timedelta(seconds=rng.uniform(low, 0.9 * watermark.total_seconds()))
+
+
+MALFORMED_SAMPLES = (
+    b"{not json",
+    b"[]",
+    b'{"trade_id": "x", "side": "HOLD"}',
+    b'{"trade_id": "x", "account_id": "a", "symbol": "AAPL", "side": "BUY", "quantity": -5, '
+    b'"price": 10, "channel": "web", "event_time": "2026-03-02T09:32:00Z"}',
+    b"\xff\xfe\x00binary",
+)
+
+
+@dataclass
+class SimulatorStats:
+    enabled: bool
+    rate: float
+    market_time: str
+    sent: int
+    failed: int
+    late: int
+    too_late: int
+    duplicates: int
+    malformed: int
+    last_error: str | None
+
+
+class TradeSimulator:
+    """Produces simulated trades on a background thread; start/stop/knobs are thread-safe."""
+
+    TICK_S = 0.05
+
+    def __init__(
+        self,
+        client_config: Mapping[str, str],
+        topic: str,
+        simulation: Simulation,
+        window: timedelta,
+        watermark: timedelta,
+        market_start: datetime,
+        enabled: bool = True,
+    ):
+        self.topic = topic
+        self.window = window
+        self.watermark = watermark
+        self._sim = simulation
+        self._rng = random.Random(simulation.seed)
+        self._prices = dict(SYMBOLS)
+        self._clock = MarketClock(market_start, simulation.clock_speed)
+        self._lock = threading.Lock()
+        self._enabled = threading.Event()
+        if enabled:
+            self._enabled.set()
+        self._stopping = threading.Event()
+        self._counts = dict(sent=0, failed=0, late=0, too_late=0, duplicates=0, malformed=0)
+        self._last_error: str | None = None
+        self._producer = Producer({
+            **client_config,
+            "enable.idempotence": True,  # retries never duplicate or reorder
+            "acks": "all",
+            "linger.ms": 5,
+            "logger": logging.getLogger("streaming.librdkafka"),
+        })
+        self._thread = threading.Thread(target=self._run, name="trade-simulator", daemon=True)
+
+    # -- controls ---------------------------------------------------------------------------
+    def start(self) -> None:
+        self._thread.start()
+
+    def set_enabled(self, enabled: bool) -> None:
+        (self._enabled.set if enabled else self._enabled.clear)()
+
+    @property
+    def enabled(self) -> bool:
+        return self._enabled.is_set()
+
+    def configure(self, **knobs) -> Simulation:
+        """Change simulation knobs (rate, late_share, ...) while running."""
+        with self._lock:
+            self._sim = dataclasses.replace(self._sim, **knobs)
+            self._clock.speed = self._sim.clock_speed
+            return self._sim
+
+    @property
+    def simulation(self) -> Simulation:
+        with self._lock:
+            return self._sim
+
+    def stats(self) -> SimulatorStats:
+        with self._lock:
+            return SimulatorStats(
+                enabled=self.enabled, rate=self._sim.rate, market_time=format_event_time(self._clock.now()),
+                last_error=self._last_error, **self._counts,
+            )
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        self._stopping.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout_s)
+        remaining = self._producer.flush(timeout_s)
+        if remaining:
+            log.warning("%d trades were not acknowledged by Kafka before shutdown", remaining)
+
+    # -- the loop -------------------------------------------------------------------------
+    def _on_delivery(self, err, _msg) -> None:
+        with self._lock:
+            if err is None:
+                self._counts["sent"] += 1
+            else:
+                self._counts["failed"] += 1
+                self._last_error = err.str()
+
+    def _send(self, key: bytes | None, value: bytes) -> None:
+        while True:
+            try:
+                self._producer.produce(self.topic, key=key, value=value, on_delivery=self._on_delivery)
+                return
+            except BufferError:  # local queue full: serve delivery reports, then retry
+                self._producer.poll(0.1)
+                if self._stopping.is_set():
+                    return
+
+    def _emit_one(self, sim: Simulation) -> None:
+        rng = self._rng
+        if rng.random() < sim.malformed_share:
+            self._send(None, rng.choice(MALFORMED_SAMPLES))
+            with self._lock:
+                self._counts["malformed"] += 1
+            return
+        event_time = self._clock.now()
+        late = rng.random() < sim.late_share
+        if late:
+            delay = late_delay(rng, self.window, self.watermark, sim.beyond_watermark_share)
+            # Nothing trades before the opening bell; too early in the day it is just on time.
+            late = event_time - delay >= market_open_on(event_time.date())
+            event_time = event_time - delay if late else event_time
+        trade = make_trade(rng, event_time, self._prices)
+        payload = json.dumps(trade, separators=(",", ":")).encode()
+        key = trade["account_id"].encode()
+        self._send(key, payload)
+        duplicate = rng.random() < sim.duplicate_share
+        if duplicate:
+            self._send(key, payload)
+        with self._lock:
+            if late:
+                self._counts["late" if delay <= self.watermark else "too_late"] += 1
+            if duplicate:
+                self._counts["duplicates"] += 1
+
+    def _run(self) -> None:
+        budget = 0.0
+        last = time.monotonic()
+        while not self._stopping.is_set():
+            now = time.monotonic()
+            elapsed, last = now - last, now
+            if self._enabled.is_set():
+                sim = self.simulation
+                with self._lock:
+                    self._clock.advance(elapsed)
+                budget = min(budget + elapsed * sim.rate, max(1.0, sim.rate))  # no burst after a stall
+                while budget >= 1 and not self._stopping.is_set():
+                    self._emit_one(sim)
+                    budget -= 1
+            else:
+                budget = 0.0
+            self._producer.poll(0)  # serve delivery callbacks
+            self._stopping.wait(self.TICK_S)
+
+
+def latest_event_time(client_config: Mapping[str, str], topic: str, tail: int = 50,
+                      timeout_s: float = 10.0) -> datetime | None:
+    """The largest event_time among the last `tail` records of each partition, or None.
+
+    Reads a known offset range with assign (no subscription) and closes the consumer.
+    """
+    consumer = Consumer({
+        **client_config, "group.id": f"trade-summary-clock-{uuid.uuid4().hex[:8]}",
+        "enable.auto.commit": False, "enable.partition.eof": True,
+        "logger": logging.getLogger("streaming.librdkafka"),
+    })
+    latest: datetime | None = None
+    try:
+        meta = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
+        if meta is None or meta.error is not None:
+            return None
+        ranges = {}
+        for p in meta.partitions:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)
+            if high > low:
+                ranges[p] = (max(low, high - tail), high)
+        if not ranges:
+            return None
+        consumer.assign([TopicPartition(topic, p, start) for p, (start, _) in ranges.items()])
+        pending = set(ranges)
+        deadline = time.monotonic() + timeout_s
+        while pending and time.monotonic() < deadline:
+            for msg in consumer.consume(500, timeout=0.5):
+                if msg.error() is not None:
+                    pending.discard(msg.partition())  # end of partition
+                    continue
+                if msg.offset() >= ranges[msg.partition()][1] - 1:
+                    pending.discard(msg.partition())
+                moment = _event_time_of(msg.value())
+                if moment is not None and (latest is None or moment > latest):
+                    latest = moment
+    except KafkaException as exc:
+        log.warning("could not read the latest event time from '%s': %s", topic, exc)
+    finally:
+        consumer.close()
+    return latest
+
+
+def _event_time_of(value: bytes | None) -> datetime | None:
+    try:
+        text = json.loads(value)["event_time"]
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        return moment.astimezone(timezone.utc) if moment.tzinfo else None
+    except Exception:  # malformed records have no usable time
+        return None
