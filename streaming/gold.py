@@ -38,10 +38,13 @@ GOLD_SCHEMA = pa.schema([
 def trade_summary(trades: DataFrame, window: timedelta, watermark: timedelta) -> DataFrame:
     """Per tumbling window [start, start + window): buy, sell, settlement and trade count."""
     amount_of = lambda side: F.sum(F.when(F.col("side") == side, F.col("amount")).otherwise(F.lit(0.0)))  # noqa: E731
+    watermarked = trades.withWatermark("event_time", format_duration(watermark))
+    # The same function recomputes a batch of trades (e.g. from silver), where Spark only
+    # offers a plain dropDuplicates.
+    unique = (watermarked.dropDuplicatesWithinWatermark(["trade_id"]) if trades.isStreaming
+              else watermarked.dropDuplicates(["trade_id"]))
     return (
-        trades
-        .withWatermark("event_time", format_duration(watermark))
-        .dropDuplicatesWithinWatermark(["trade_id"])
+        unique
         .groupBy(F.window("event_time", format_duration(window)).alias("window"))
         .agg(
             amount_of("BUY").alias("buy_amount"),

@@ -10,6 +10,7 @@ timestampType) and the same option names:
                               (-2 = earliest, -1 = latest, as in Spark)
     startingTimestamp         milliseconds since the epoch; wins over startingOffsets
     maxOffsetsPerTrigger      records per micro-batch, spread over partitions
+    kafkaConsumer.pollTimeoutMs  how long to wait for Kafka before failing (default 120000)
     kafka.*                   passed to the confluent-kafka (librdkafka) client
 
 Offsets are {topic: {partition: next offset to read}} dicts that Spark keeps in the query
@@ -85,7 +86,7 @@ class SourceOptions:
         try:
             max_offsets_value = int(max_offsets) if max_offsets else None
             timestamp_value = int(timestamp) if timestamp else None
-            timeout = int(lower.get("fetchtimeoutms", DEFAULT_READ_TIMEOUT_MS))
+            timeout = int(lower.get("kafkaconsumer.polltimeoutms", DEFAULT_READ_TIMEOUT_MS))
         except ValueError as exc:
             raise KafkaSourceError(f"invalid numeric option: {exc}") from None
         if max_offsets_value is not None and max_offsets_value <= 0:
@@ -179,6 +180,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._available_now_target: dict[tuple[str, int], int] | None = None
 
     # -- broker queries (driver side) ------------------------------------------------------
+    @property
+    def _timeout_s(self) -> float:
+        return min(15.0, self.options.read_timeout_ms / 1000)
+
     def _client(self):
         if self._consumer is None:
             self._consumer = _driver_consumer(self.options.client)
@@ -188,7 +193,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         from confluent_kafka import KafkaException
 
         try:
-            metadata = self._client().list_topics(timeout=15)
+            metadata = self._client().list_topics(timeout=self._timeout_s)
         except KafkaException as exc:
             raise KafkaSourceError(
                 f"cannot reach Kafka at {self.options.client.get('bootstrap.servers')}: {exc.args[0].str()}"
@@ -207,7 +212,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         out = {}
         for topic, partition in tps:
             try:
-                low, high = self._client().get_watermark_offsets(TopicPartition(topic, partition), timeout=15)
+                low, high = self._client().get_watermark_offsets(TopicPartition(topic, partition),
+                                                                 timeout=self._timeout_s)
             except KafkaException as exc:
                 raise KafkaSourceError(
                     f"cannot read offsets of {topic}/{partition} from "
@@ -220,7 +226,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         from confluent_kafka import TopicPartition
 
         found = self._client().offsets_for_times(
-            [TopicPartition(t, p, timestamp_ms) for t, p in tps], timeout=15
+            [TopicPartition(t, p, timestamp_ms) for t, p in tps], timeout=self._timeout_s
         )
         # A partition with nothing at or after the time starts at its end (Spark's "latest" strategy).
         return {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else highs[(tp.topic, tp.partition)])

@@ -61,7 +61,7 @@ def parse_trades(records: DataFrame) -> DataFrame:
         (F.length("value") > MAX_VALUE_BYTES,
          F.format_string("value is %d bytes, over the %d-byte limit", F.length("value"), F.lit(MAX_VALUE_BYTES))),
         (F.col("json_text").isNull(), F.lit("value is not valid UTF-8")),
-        (F.col("json_keys").isNull(), F.lit("value is not a JSON object (malformed JSON, an array or a scalar)")),
+        (F.col("json_keys").isNull(), F.lit("value is not a JSON object (malformed JSON, NaN/Infinity literals, an array or a scalar)")),
     ]
     for field in TRADE_FIELDS:
         checks.append((~F.array_contains("json_keys", field), F.lit(f"missing field '{field}'")))

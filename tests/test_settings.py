@@ -1,0 +1,86 @@
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from streaming.settings import (
+    UsageError, parse_duration, parse_instant, parse_kafka_properties, parse_settings, redact,
+)
+
+
+def test_defaults_match_the_product_contract():
+    s = parse_settings([])
+    assert s.embedded_broker and s.broker_port == 9092 and s.kafka_bootstrap == "127.0.0.1:9092"
+    assert s.data_dir == Path("data") and s.topic == "trades"
+    assert s.producer_enabled and s.dashboard_enabled
+    assert (s.host, s.port) == ("127.0.0.1", 8050)
+    assert s.window == timedelta(minutes=15) and s.watermark == timedelta(minutes=30)
+    assert s.table_path("gold/trade_summary") == Path("data/gold/trade_summary")
+
+
+def test_every_contract_flag_is_parsed():
+    s = parse_settings([
+        "--bootstrap-servers", "k1:9092,k2:9093", "--data-dir", "/tmp/d", "--topic", "t",
+        "--no-producer", "--no-dashboard", "--host", "0.0.0.0", "--port", "9000",
+        "--window", "5 minutes", "--watermark", "1 hour", "--trigger", "2 seconds",
+        "--available-now", "--max-offsets-per-trigger", "500", "--replay-from", "2026-03-02T09:00:00Z",
+    ])
+    assert s.bootstrap_servers == "k1:9092,k2:9093" and not s.embedded_broker
+    assert s.data_dir == Path("/tmp/d") and s.topic == "t"
+    assert not s.producer_enabled and not s.dashboard_enabled
+    assert (s.host, s.port) == ("0.0.0.0", 9000)
+    assert s.window == timedelta(minutes=5) and s.watermark == timedelta(hours=1)
+    assert s.trigger == timedelta(seconds=2) and s.available_now and s.max_offsets_per_trigger == 500
+    assert s.replay_from == datetime(2026, 3, 2, 9, tzinfo=timezone.utc)
+
+
+def test_environment_mirrors_flags_and_flags_win():
+    env = {"TRADE_SUMMARY_TOPIC": "from-env", "TRADE_SUMMARY_NO_PRODUCER": "1",
+           "TRADE_SUMMARY_BROKER_PORT": "19999"}
+    s = parse_settings(["--topic", "from-flag"], env)
+    assert s.topic == "from-flag" and not s.producer_enabled and s.broker_port == 19999
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--window", "fifteen"], "--window"),
+    (["--watermark", "0 minutes"], "--watermark"),
+    (["--port", "70000"], "out of range"),
+    (["--broker-port", "abc"], "--broker-port"),
+    (["--bootstrap-servers", "nohostport"], "HOST:PORT"),
+    (["--replay-from", "2026-03-02T09:00:00"], "no zone"),
+    (["--max-offsets-per-trigger", "-1"], "positive"),
+    (["--late-share", "2"], "between 0 and 1"),
+    (["--no-such-flag"], "unrecognized"),
+])
+def test_bad_flags_raise_a_readable_usage_error(argv, message):
+    with pytest.raises(UsageError, match=message):
+        parse_settings(argv)
+
+
+def test_bad_boolean_environment_value_is_a_usage_error():
+    with pytest.raises(UsageError, match="TRADE_SUMMARY_NO_PRODUCER"):
+        parse_settings([], {"TRADE_SUMMARY_NO_PRODUCER": "maybe"})
+
+
+def test_durations_and_instants():
+    assert parse_duration("15 minutes") == timedelta(minutes=15)
+    assert parse_duration("1 hour") == timedelta(hours=1)
+    assert parse_duration("30 SECONDS") == timedelta(seconds=30)
+    assert parse_instant("2026-03-02T10:00:00+01:00") == datetime(2026, 3, 2, 9, tzinfo=timezone.utc)
+
+
+def test_kafka_client_settings_come_from_a_file_or_the_environment_and_secrets_are_redacted(tmp_path):
+    props = tmp_path / "client.properties"
+    props.write_text("# Confluent Cloud\nbootstrap.servers=pkc.example:9092\nsecurity.protocol=SASL_SSL\n"
+                     "sasl.mechanisms=PLAIN\nsasl.username=KEY\n")
+    s = parse_settings(["--kafka-config", str(props)], {"TRADE_SUMMARY_KAFKA_SASL_PASSWORD": "s3cret"})
+    assert s.bootstrap_servers == "pkc.example:9092" and not s.embedded_broker
+    assert s.kafka_client_config()["sasl.password"] == "s3cret"
+    assert "s3cret" not in s.describe() and "s3cret" not in repr(s)
+    assert redact({"sasl.password": "x", "sasl.username": "u"}) == {"sasl.password": "***", "sasl.username": "u"}
+    assert parse_kafka_properties("a=1\n\n!c\nb: 2") == {"a": "1", "b": "2"}
+
+
+def test_missing_kafka_config_file_is_a_usage_error(tmp_path):
+    with pytest.raises(UsageError, match="cannot read --kafka-config"):
+        parse_settings(["--kafka-config", str(tmp_path / "missing.properties")])

@@ -1,0 +1,74 @@
+"""Parsing and validation of the trade JSON (silver.parse_trades), on small static batches."""
+
+import json
+
+import pytest
+
+from streaming import silver
+from tests.conftest import trade
+
+GOOD = trade("t-1", "BUY", 10, 101.25, "2026-03-02T09:32:00Z")
+
+
+def records(spark, *values):
+    rows = [(b"ACC-1", v if isinstance(v, (bytes, type(None))) else json.dumps(v).encode(), "trades", 0, i, None)
+            for i, v in enumerate(values)]
+    return spark.createDataFrame(
+        rows, "key binary, value binary, topic string, partition int, offset long, timestamp timestamp")
+
+
+def parse_one(spark, value):
+    return silver.parse_trades(records(spark, value)).collect()[0]
+
+
+def test_a_valid_trade_is_typed_and_gets_its_amount(spark):
+    row = parse_one(spark, GOOD)
+    assert row.reason is None
+    assert (row.trade_id, row.side, row.quantity, row.price) == ("t-1", "BUY", 10, 101.25)
+    assert row.amount == pytest.approx(1012.5)
+    assert row.event_time.isoformat() == "2026-03-02T09:32:00"  # UTC session time zone
+
+
+def test_event_time_offsets_are_converted_to_utc(spark):
+    row = parse_one(spark, {**GOOD, "event_time": "2026-03-02T10:32:00+01:00"})
+    assert row.reason is None and row.event_time.isoformat() == "2026-03-02T09:32:00"
+
+
+BAD = {
+    "malformed json": (b'{"trade_id": ', "not a JSON object"),
+    "json array": (b"[1, 2]", "not a JSON object"),
+    "json scalar": (b"42", "not a JSON object"),
+    "empty value": (b"", "empty value"),
+    "null value": (None, "empty value"),
+    "not utf-8": (b"\xff\xfe{}", "not valid UTF-8"),
+    "missing trade_id": ({k: v for k, v in GOOD.items() if k != "trade_id"}, "missing field 'trade_id'"),
+    "null price": ({**GOOD, "price": None}, "field 'price' is null"),
+    "quantity as word": ({**GOOD, "quantity": "ten"}, "quantity must be a positive integer, got ten"),
+    "fractional quantity": ({**GOOD, "quantity": 1.5}, "quantity must be a positive integer"),
+    "zero quantity": ({**GOOD, "quantity": 0}, "quantity must be a positive integer"),
+    "negative price": ({**GOOD, "price": -3}, "price must be a finite positive number"),
+    "price as object": ({**GOOD, "price": {"amount": 3}}, "price must be a finite positive number"),
+    "nan price": (json.dumps(GOOD).replace("101.25", "NaN").encode(), "NaN/Infinity literals"),
+    "infinite price": (json.dumps(GOOD).replace("101.25", "1e400").encode(), "price must be a finite positive"),
+    "absurd quantity": ({**GOOD, "quantity": 10**12}, "over the limit"),
+    "unknown side": ({**GOOD, "side": "HOLD"}, "side must be BUY or SELL, got HOLD"),
+    "time without zone": ({**GOOD, "event_time": "2026-03-02T09:32:00"}, "with a zone"),
+    "unparseable time": ({**GOOD, "event_time": "yesterday"}, "with a zone"),
+    "impossible date": ({**GOOD, "event_time": "2026-02-31T09:00:00Z"}, "not a valid time"),
+    "empty symbol": ({**GOOD, "symbol": " "}, "field 'symbol' is empty"),
+    "huge value": (json.dumps({**GOOD, "pad": "x" * (1024 * 1024)}).encode(), "over the 1048576-byte limit"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD))
+def test_bad_records_get_a_readable_reason(spark, kind):
+    value, expected = BAD[kind]
+    row = parse_one(spark, value)
+    assert row.reason is not None and expected in row.reason, row.reason
+
+
+def test_valid_and_rejected_split_keeps_every_record(spark):
+    parsed = silver.parse_trades(records(spark, GOOD, b"junk", {**GOOD, "trade_id": "t-2"}))
+    assert [r.trade_id for r in silver.valid_trades(parsed).collect()] == ["t-1", "t-2"]
+    rejected = silver.rejected_records(parsed).collect()
+    assert [(r.offset, r.value) for r in rejected] == [(1, b"junk")]
