@@ -28,7 +28,7 @@ def wait_for(predicate, timeout_s: float = 60.0, interval_s: float = 0.25, what:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         result = predicate()
-        if result:
+        if result is not None and result is not False:
             return result
         time.sleep(interval_s)
     raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")

@@ -1,0 +1,111 @@
+"""Dashboard: data access, figures and the registered callbacks, from a fixture gold table."""
+
+import base64
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from dashboard import ids
+from dashboard.app import create_app
+from dashboard.callbacks import validate_rate
+from dashboard.data import GOLD_COLUMNS, TableReader, snapshot_from
+from dashboard.figures import BUY_COLOR, SELL_COLOR, SETTLEMENT_COLOR, summary_figure
+from streaming.delta_sink import publish
+from streaming.gold import GOLD_SCHEMA, GOLD_TABLE
+
+UTC = timezone.utc
+
+
+def write_gold(data_dir, windows):
+    """windows: (HH:MM on 2026-03-02, buy, sell, count), plus one window on the previous day."""
+    starts = [datetime(2026, 3, 1, 16, 45, tzinfo=UTC)] + [
+        datetime(2026, 3, 2, int(hm[:2]), int(hm[3:]), tzinfo=UTC) for hm, *_ in windows]
+    values = [(99.0, 1.0, 1)] + [(b, s, c) for _, b, s, c in windows]
+    now = datetime.now(UTC)
+    table = pa.table({
+        "window_start": starts, "window_end": [s + timedelta(minutes=15) for s in starts],
+        "buy_amount": [v[0] for v in values], "sell_amount": [v[1] for v in values],
+        "settlement_amount": [v[0] - v[1] for v in values], "trade_count": [v[2] for v in values],
+        "revision": [1] * len(starts), "updated_at": [now] * len(starts), "batch_id": [0] * len(starts),
+    }).cast(GOLD_SCHEMA)
+    publish(data_dir / GOLD_TABLE, table, ("window_start",), "fixture", 0)
+
+
+WINDOWS = [("09:00", 1000.0, 400.0, 3), ("09:15", 200.0, 700.0, 2), ("09:30", 50.0, 0.0, 1)]
+
+
+@pytest.fixture
+def snapshot(tmp_path):
+    write_gold(tmp_path, WINDOWS)
+    return snapshot_from(TableReader(tmp_path / GOLD_TABLE, GOLD_COLUMNS).read())
+
+
+def test_snapshot_holds_the_latest_trading_day_in_order(snapshot):
+    assert [w["window_start"][11:16] for w in snapshot["windows"]] == ["09:00", "09:15", "09:30"]
+    assert snapshot["windows"][1]["settlement_amount"] == -500.0
+
+
+def test_chart_has_buy_sell_and_settlement_lines_in_the_seed_colours(snapshot):
+    fig = summary_figure(snapshot, ids.MODE_WINDOW)
+    assert [t.name for t in fig.data] == ["Total buy", "Total sell", "Settlement (buy − sell)"]
+    assert [t.line.color for t in fig.data] == [BUY_COLOR, SELL_COLOR, SETTLEMENT_COLOR]
+    assert list(fig.data[0].y) == [1000.0, 200.0, 50.0]
+    assert list(fig.data[2].y) == [600.0, -500.0, 50.0]
+
+
+def test_running_totals_accumulate_over_the_day(snapshot):
+    fig = summary_figure(snapshot, ids.MODE_RUNNING)
+    assert list(fig.data[0].y) == [1000.0, 1200.0, 1250.0]
+    assert list(fig.data[2].y) == [600.0, 100.0, 150.0]
+
+
+def test_empty_state_says_it_is_waiting(tmp_path):
+    snapshot = snapshot_from(TableReader(tmp_path / GOLD_TABLE, GOLD_COLUMNS).read())
+    fig = summary_figure(snapshot)
+    assert len(fig.data) == 0 and "Waiting for the first trades" in fig.layout.annotations[0].text
+
+
+def test_the_table_is_reread_only_when_its_version_changes(tmp_path):
+    write_gold(tmp_path, WINDOWS[:1])
+    reader = TableReader(tmp_path / GOLD_TABLE, GOLD_COLUMNS)
+    first = reader.read()
+    assert reader.read() is first
+    write_gold(tmp_path, WINDOWS)  # same app id and version: skipped as already done
+    assert reader.read() is first
+
+
+def decode(values):
+    """Plotly sends numeric arrays as base64 typed arrays."""
+    if isinstance(values, dict) and "bdata" in values:
+        return np.frombuffer(base64.b64decode(values["bdata"]), dtype=values["dtype"]).tolist()
+    return list(values)
+
+
+def dash_post(client, output, inputs):
+    payload = {"output": output, "outputs": {"id": output.split(".")[0], "property": output.split(".")[1]},
+               "inputs": inputs, "changedPropIds": [f"{inputs[0]['id']}.{inputs[0]['property']}"], "state": []}
+    response = client.post("/_dash-update-component", json=payload)
+    assert response.status_code == 200, response.data
+    return response.get_json()["response"]
+
+
+def test_registered_callbacks_build_three_traces_from_the_gold_table(tmp_path):
+    write_gold(tmp_path, WINDOWS)
+    app = create_app(tmp_path)
+    client = app.server.test_client()
+    assert client.get("/").status_code == 200
+    snapshot = dash_post(client, f"{ids.SNAPSHOT}.data",
+                         [{"id": ids.TICK, "property": "n_intervals", "value": 1}])[ids.SNAPSHOT]["data"]
+    figure = dash_post(client, f"{ids.CHART}.figure",
+                       [{"id": ids.SNAPSHOT, "property": "data", "value": snapshot},
+                        {"id": ids.CHART_MODE, "property": "value", "value": ids.MODE_WINDOW}])[ids.CHART]["figure"]
+    assert [t["name"] for t in figure["data"]] == ["Total buy", "Total sell", "Settlement (buy − sell)"]
+    assert decode(figure["data"][1]["y"]) == [400.0, 700.0, 0.0]
+
+
+@pytest.mark.parametrize("value, ok", [(10, True), ("2.5", True), (0, False), (-1, False), (None, False),
+                                        ("abc", False), (1e9, False)])
+def test_rate_validation_gives_a_message_not_a_traceback(value, ok):
+    assert (validate_rate(value) is None) == ok

@@ -1,0 +1,116 @@
+"""Smoke tests of `python run.py`: the real app, on free ports, stopped by SIGTERM."""
+
+import json
+import socket
+import urllib.request
+
+import pytest
+from deltalake import DeltaTable
+
+from streaming.broker import EmbeddedBroker
+from streaming.kafka_admin import wait_until_reachable
+from tests.conftest import TopicWriter, free_port, trade, wait_for
+from tests.helpers_process import RunPy
+
+
+@pytest.fixture
+def stray_broker_guard(tmp_path):
+    """If run.py dies uncleanly, stop the broker it left in the data dir."""
+    yield
+    broker_dir = tmp_path / "data" / "broker"
+    if (broker_dir / "noida.control.json").exists():
+        EmbeddedBroker(broker_dir, 0).stop()
+
+
+def test_headless_run_fills_gold_from_produced_trades_and_exits_0_on_sigterm(tmp_path, stray_broker_guard):
+    data, port = tmp_path / "data", free_port()
+    app = RunPy("--no-dashboard", "--no-producer", "--data-dir", str(data), "--broker-port", str(port),
+                "--window", "15 minutes", "--watermark", "30 minutes")
+    try:
+        app.wait_for_line("topic 'trades' created")
+        writer = TopicWriter(f"127.0.0.1:{port}", "trades")
+        writer.send(trade("s1", "BUY", 4, 25.0, "2026-03-02T09:05:00Z"),
+                    trade("s2", "SELL", 1, 40.0, "2026-03-02T09:20:00Z"))
+        app.wait_for_line("query 'gold_trade_summary' started")
+        gold = data / "gold" / "trade_summary"
+
+        def two_windows():
+            if not (gold / "_delta_log").exists():
+                return None
+            frame = DeltaTable(str(gold)).to_pandas()
+            return frame if len(frame) == 2 else None
+
+        frame = wait_for(two_windows, 90, what="two gold windows").sort_values("window_start")
+        assert list(frame["buy_amount"]) == [100.0, 0.0]
+        assert list(frame["sell_amount"]) == [0.0, 40.0]
+        assert list(frame["settlement_amount"]) == [100.0, -40.0]
+        code, took = app.terminate()
+        assert code == 0, app.output
+        assert took < 30
+        assert "embedded broker stopped" in app.output and "Traceback" not in app.output
+    finally:
+        app.kill()
+
+
+def test_dashboard_serves_the_page_and_its_data(tmp_path, stray_broker_guard):
+    port, web = free_port(), free_port()
+    app = RunPy("--no-producer", "--data-dir", str(tmp_path / "data"), "--broker-port", str(port),
+                "--port", str(web))
+    try:
+        app.wait_for_line(f"dashboard at http://127.0.0.1:{web}")
+        page = urllib.request.urlopen(f"http://127.0.0.1:{web}/", timeout=10).read().decode()
+        assert "<title>Trade Summary</title>" in page
+        layout = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{web}/_dash-layout", timeout=10).read())
+        assert "trade-summary-chart" in json.dumps(layout)
+        code, _ = app.terminate()
+        assert code == 0, app.output
+    finally:
+        app.kill()
+
+
+def test_a_taken_broker_port_is_named_with_the_flag_to_change_it(tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        app = RunPy("--no-dashboard", "--data-dir", str(tmp_path / "data"), "--broker-port", str(port))
+        code = app.wait(60)
+    assert code == 1
+    assert f"port {port} is already in use" in app.output and "--broker-port" in app.output
+    assert "Traceback" not in app.output
+
+
+def test_a_taken_dashboard_port_is_named_with_the_flag_to_change_it(tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        app = RunPy("--data-dir", str(tmp_path / "data"), "--broker-port", str(free_port()), "--port", str(port))
+        code = app.wait(60)
+    assert code == 1 and f"port {port}" in app.output and "--port" in app.output
+
+
+def test_a_wrong_flag_prints_usage_without_a_traceback():
+    app = RunPy("--window", "soon")
+    assert app.wait(30) == 2
+    assert "invalid duration 'soon'" in app.output and "Traceback" not in app.output
+
+
+def test_an_unreachable_kafka_is_a_clear_error(tmp_path):
+    app = RunPy("--no-dashboard", "--data-dir", str(tmp_path / "data"),
+                "--bootstrap-servers", f"127.0.0.1:{free_port()}")
+    assert app.wait(90) == 1
+    assert "cannot reach Kafka at 127.0.0.1" in app.output and "Traceback" not in app.output
+
+
+def test_the_embedded_broker_of_a_data_dir_is_reused_when_still_running(tmp_path):
+    port = free_port()
+    first = EmbeddedBroker(tmp_path / "broker", port)
+    first.start()
+    try:
+        wait_until_reachable({"bootstrap.servers": first.bootstrap_servers})
+        second = EmbeddedBroker(tmp_path / "broker", port)
+        second.start()
+        assert second.reused
+    finally:
+        first.stop()
