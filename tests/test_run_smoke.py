@@ -114,3 +114,10 @@ def test_the_embedded_broker_of_a_data_dir_is_reused_when_still_running(tmp_path
         assert second.reused
     finally:
         first.stop()
+
+
+def test_missing_java_is_a_clear_error(tmp_path):
+    app = RunPy("--no-dashboard", "--data-dir", str(tmp_path / "data"),
+                env={"JAVA_HOME": str(tmp_path / "no-jdk")})
+    assert app.wait(60) == 1
+    assert "Java is required by Spark" in app.output and "Traceback" not in app.output
