@@ -24,14 +24,15 @@ def quote(column: str) -> str:
     return f'"{column}"'
 
 
-def last_per_key(rows: pa.Table, keys: Sequence[str]) -> pa.Table:
-    """Keep the last row of each key: MERGE rejects a source with two rows for one key."""
+def one_per_key(rows: pa.Table, keys: Sequence[str], keep: str = "last") -> pa.Table:
+    """One row per key, the first or last in `rows` order: MERGE rejects a source with two
+    rows for one key."""
     if rows.num_rows <= 1:
         return rows
     indexed = rows.append_column("__row", pa.array(range(rows.num_rows), pa.int64()))
-    last = indexed.group_by(list(keys), use_threads=False).aggregate([("__row", "max")])
-    keep = pc.sort_indices(last["__row_max"])
-    return rows.take(pc.take(last["__row_max"], keep))
+    agg = "max" if keep == "last" else "min"
+    chosen = indexed.group_by(list(keys), use_threads=False).aggregate([("__row", agg)])[f"__row_{agg}"]
+    return rows.take(pc.take(chosen, pc.sort_indices(chosen))) if len(chosen) < rows.num_rows else rows
 
 
 def open_table(path: str | Path) -> DeltaTable | None:
@@ -54,11 +55,12 @@ def publish(
     """Upsert `rows` into the Delta table at `path`. Returns False if nothing was written.
 
     bump: counter columns set to target + 1 when a key is updated (e.g. a revision number).
-    insert_only: keep the existing row for a key that is already there (first copy wins).
+    insert_only: a key already in the table keeps its row, and within `rows` the first row of
+        a key wins: for append-once tables (bronze, silver), where the first copy wins.
     """
     if rows.num_rows == 0:
         return False  # an empty commit would still record the version, but there is nothing to do
-    rows = last_per_key(rows, keys)
+    rows = one_per_key(rows, keys, keep="first" if insert_only else "last")
     commit = CommitProperties(app_transactions=[Transaction(app_id=app_id, version=int(version))])
     table = open_table(path)
     if table is None:

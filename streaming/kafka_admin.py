@@ -45,14 +45,15 @@ def wait_until_reachable(config: Mapping[str, str], timeout_s: float = 30.0) -> 
     )
 
 
-def ensure_topic(config: Mapping[str, str], topic: str, partitions: int, retention_ms: int) -> bool:
+def ensure_topic(config: Mapping[str, str], topic: str, partitions: int, retention_ms: int,
+                 topic_config: Mapping[str, str] | None = None) -> bool:
     """Create the topic if missing. Returns True if it was created."""
     admin = admin_client(config)
     if topic in admin.list_topics(timeout=10).topics:
         return False
     futures = admin.create_topics(
         [NewTopic(topic, num_partitions=partitions, replication_factor=-1,
-                  config={"retention.ms": str(retention_ms)})],
+                  config={"retention.ms": str(retention_ms), **(topic_config or {})})],
         operation_timeout=10,
     )
     try:

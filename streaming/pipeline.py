@@ -12,15 +12,17 @@ from pathlib import Path
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
-from streaming import gold, silver
+from streaming import bronze, gold, silver
 from streaming.delta_sink import checkpoint_app_id, publish
 from streaming.kafka_source import SOURCE_NAME
 from streaming.settings import Settings, format_duration
 
 log = logging.getLogger(__name__)
 
+BRONZE_SILVER_QUERY = "bronze_silver"
 GOLD_QUERY = "gold_trade_summary"
 
 
@@ -39,6 +41,31 @@ def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
     if settings.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(settings.max_offsets_per_trigger))
     return reader.load()
+
+
+class MedallionSink:
+    """foreachBatch: one collected micro-batch -> bronze, silver and quarantine (append-once).
+
+    The batch is collected to Arrow once (one Spark job) and split on the driver. Each table
+    records the batch id in its own Delta transaction, so after a crash between two of the
+    writes, the replayed batch skips the tables that have it and completes the others.
+    """
+
+    def __init__(self, settings: Settings, checkpoint: Path):
+        self.settings = settings
+        self.checkpoint = checkpoint
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        rows = batch.toArrow()
+        if rows.num_rows == 0:
+            return
+        for table, keys, table_rows in (
+            (bronze.BRONZE_TABLE, bronze.BRONZE_KEYS, bronze.bronze_rows(rows)),
+            (silver.SILVER_TABLE, silver.SILVER_KEYS, silver.silver_rows(rows)),
+            (silver.QUARANTINE_TABLE, silver.QUARANTINE_KEYS, silver.quarantine_rows(rows)),
+        ):
+            publish(self.settings.table_path(table), table_rows, keys,
+                    checkpoint_app_id(self.checkpoint, table), batch_id, insert_only=True)
 
 
 class GoldSink:
@@ -71,6 +98,18 @@ def _with_trigger(writer, settings: Settings):
     if settings.available_now:
         return writer.trigger(availableNow=True)
     return writer.trigger(processingTime=format_duration(settings.trigger))
+
+
+def start_bronze_silver_query(spark: SparkSession, settings: Settings) -> StreamingQuery:
+    checkpoint = settings.checkpoint_dir / BRONZE_SILVER_QUERY
+    parsed = silver.parse_trades(read_kafka(spark, settings)).withColumn("ingested_at", F.current_timestamp())
+    writer = (
+        parsed.writeStream.queryName(BRONZE_SILVER_QUERY)
+        .outputMode("append")
+        .option("checkpointLocation", str(checkpoint))
+        .foreachBatch(MedallionSink(settings, checkpoint))
+    )
+    return _with_trigger(writer, settings).start()
 
 
 def start_gold_query(spark: SparkSession, settings: Settings) -> StreamingQuery:
@@ -136,6 +175,7 @@ class Pipeline:
 
     def start(self) -> None:
         self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+        self.queries.append(start_bronze_silver_query(self.spark, self.settings))
         self.queries.append(start_gold_query(self.spark, self.settings))
 
     def status(self) -> list[QueryStatus]:

@@ -7,9 +7,16 @@ split on it, so nothing is dropped without a trace.
 
 from __future__ import annotations
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+
+SILVER_TABLE = "silver/trades"
+SILVER_KEYS = ("trade_id",)
+QUARANTINE_TABLE = "silver/quarantine"
+QUARANTINE_KEYS = ("topic", "partition", "offset")
 
 TRADE_FIELDS = ("trade_id", "account_id", "symbol", "side", "quantity", "price", "channel", "event_time")
 SIDES = ("BUY", "SELL")
@@ -106,3 +113,21 @@ def rejected_records(parsed: DataFrame) -> DataFrame:
     return parsed.where(F.col("reason").isNotNull()).select(
         "key", "value", "topic", "partition", "offset", "kafka_timestamp", "reason"
     )
+
+
+# -- splitting a collected micro-batch (Arrow) into the silver tables --------------------------
+SILVER_COLUMNS = ("trade_id", "account_id", "symbol", "side", "quantity", "price", "amount", "channel",
+                  "event_time", "topic", "partition", "offset", "kafka_timestamp", "ingested_at")
+QUARANTINE_COLUMNS = ("key", "value", "topic", "partition", "offset", "kafka_timestamp", "reason", "ingested_at")
+
+
+def silver_rows(parsed: pa.Table) -> pa.Table:
+    """Valid trades in arrival order (Kafka timestamp, partition, offset), so that when one
+    trade_id comes twice the first copy is the one kept."""
+    valid = parsed.filter(pc.is_null(parsed["reason"]))
+    valid = valid.sort_by([("kafka_timestamp", "ascending"), ("partition", "ascending"), ("offset", "ascending")])
+    return valid.select(list(SILVER_COLUMNS))
+
+
+def quarantine_rows(parsed: pa.Table) -> pa.Table:
+    return parsed.filter(pc.is_valid(parsed["reason"])).select(list(QUARANTINE_COLUMNS))

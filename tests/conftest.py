@@ -46,6 +46,7 @@ class TopicWriter:
     def __init__(self, bootstrap: str, topic: str):
         self.topic = topic
         self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
+                                  "message.max.bytes": 4 * 1024 * 1024,
                                   "logger": logging.getLogger("tests.kafka")})
 
     def send(self, *records) -> None:
@@ -73,7 +74,9 @@ def broker(tmp_path_factory):
 @pytest.fixture
 def topic(broker) -> str:
     name = f"trades-{uuid.uuid4().hex[:8]}"
-    ensure_topic({"bootstrap.servers": broker.bootstrap_servers}, name, partitions=3, retention_ms=3_600_000)
+    # Room for the over-1-MiB record of the bad-input corpus (the broker default is 1 MB).
+    ensure_topic({"bootstrap.servers": broker.bootstrap_servers}, name, partitions=3, retention_ms=3_600_000,
+                 topic_config={"max.message.bytes": str(4 * 1024 * 1024)})
     return name
 
 

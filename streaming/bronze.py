@@ -1,0 +1,18 @@
+"""Bronze: every Kafka record exactly as received, once per (topic, partition, offset)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+BRONZE_TABLE = "bronze/trades_raw"
+BRONZE_KEYS = ("topic", "partition", "offset")
+BRONZE_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "ingested_at")
+
+
+def bronze_rows(parsed: pa.Table) -> pa.Table:
+    """A parsed micro-batch (silver.parse_trades + ingested_at) -> bronze rows, raw bytes kept."""
+    return pa.table({
+        "key": parsed["key"], "value": parsed["value"], "topic": parsed["topic"],
+        "partition": parsed["partition"], "offset": parsed["offset"],
+        "timestamp": parsed["kafka_timestamp"], "ingested_at": parsed["ingested_at"],
+    })
