@@ -103,14 +103,10 @@ class App:
                  s.simulation.clock_speed)
 
     def _start_pipeline(self) -> None:
-        from streaming.pipeline import Pipeline, set_aside_checkpoints
+        from streaming.pipeline import Pipeline
         from streaming.spark_session import create_spark
 
         s = self.settings
-        if s.replay_from is not None:
-            moved = set_aside_checkpoints(s)
-            log.info("replaying from %s with fresh checkpoints%s", s.replay_from.isoformat(),
-                     f" (old ones kept in {moved})" if moved else "")
         log.info("starting Spark (%s) ...", s.master)
         began = time.monotonic()
         self.spark = create_spark(s.master)

@@ -24,6 +24,11 @@ def quote(column: str) -> str:
     return f'"{column}"'
 
 
+def same_values(columns: Sequence[str]) -> str:
+    """A MERGE condition: target and source agree on these columns."""
+    return " AND ".join(f"t.{quote(c)} = s.{quote(c)}" for c in columns)
+
+
 def one_per_key(rows: pa.Table, keys: Sequence[str], keep: str = "last") -> pa.Table:
     """One row per key, the first or last in `rows` order: MERGE rejects a source with two
     rows for one key."""
@@ -51,12 +56,15 @@ def publish(
     *,
     bump: Sequence[str] = (),
     insert_only: bool = False,
+    update_when: str | None = None,
 ) -> bool:
     """Upsert `rows` into the Delta table at `path`. Returns False if nothing was written.
 
     bump: counter columns set to target + 1 when a key is updated (e.g. a revision number).
     insert_only: a key already in the table keeps its row, and within `rows` the first row of
         a key wins: for append-once tables (bronze, silver), where the first copy wins.
+    update_when: with insert_only, still update a matched row when this condition holds
+        (t. = target, s. = source), e.g. when it is the very record being reprocessed.
     """
     if rows.num_rows == 0:
         return False  # an empty commit would still record the version, but there is nothing to do
@@ -73,15 +81,15 @@ def publish(
         return False
     merge = table.merge(
         rows,
-        predicate=" AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in keys),
+        predicate=same_values(keys),
         source_alias="s",
         target_alias="t",
         commit_properties=commit,
     )
-    if not insert_only:
+    if not insert_only or update_when:
         updates = {quote(c): f"s.{quote(c)}" for c in rows.column_names if c not in keys}
         updates.update({quote(c): f"t.{quote(c)} + 1" for c in bump})
-        merge = merge.when_matched_update(updates)
+        merge = merge.when_matched_update(updates, predicate=update_when if insert_only else None)
     merge.when_not_matched_insert_all().execute()
     return True
 

@@ -16,7 +16,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from streaming import bronze, gold, silver
-from streaming.delta_sink import checkpoint_app_id, publish
+from streaming.delta_sink import checkpoint_app_id, publish, same_values
+from streaming.replay import ReplayBaseline, add_baseline, load_baseline, remember_replay
 from streaming.kafka_source import SOURCE_NAME
 from streaming.settings import Settings, format_duration
 
@@ -59,21 +60,28 @@ class MedallionSink:
         rows = batch.toArrow()
         if rows.num_rows == 0:
             return
-        for table, keys, table_rows in (
-            (bronze.BRONZE_TABLE, bronze.BRONZE_KEYS, bronze.bronze_rows(rows)),
-            (silver.SILVER_TABLE, silver.SILVER_KEYS, silver.silver_rows(rows)),
-            (silver.QUARANTINE_TABLE, silver.QUARANTINE_KEYS, silver.quarantine_rows(rows)),
-        ):
-            publish(self.settings.table_path(table), table_rows, keys,
-                    checkpoint_app_id(self.checkpoint, table), batch_id, insert_only=True)
+        app_id = lambda table: checkpoint_app_id(self.checkpoint, table)  # noqa: E731
+        publish(self.path(bronze.BRONZE_TABLE), bronze.bronze_rows(rows), bronze.BRONZE_KEYS,
+                app_id(bronze.BRONZE_TABLE), batch_id, insert_only=True)
+        # The first copy of a trade wins; the same record read again (a replay after a fix)
+        # replaces its own row with the new parse.
+        publish(self.path(silver.SILVER_TABLE), silver.silver_rows(rows), silver.SILVER_KEYS,
+                app_id(silver.SILVER_TABLE), batch_id, insert_only=True,
+                update_when=same_values(silver.QUARANTINE_KEYS))
+        publish(self.path(silver.QUARANTINE_TABLE), silver.quarantine_rows(rows), silver.QUARANTINE_KEYS,
+                app_id(silver.QUARANTINE_TABLE), batch_id)
+
+    def path(self, table: str) -> Path:
+        return self.settings.table_path(table)
 
 
 class GoldSink:
     """foreachBatch: the updated windows of one micro-batch -> MERGE into gold/trade_summary."""
 
-    def __init__(self, table_path: Path, checkpoint: Path):
+    def __init__(self, table_path: Path, checkpoint: Path, baseline: ReplayBaseline | None = None):
         self.table_path = table_path
         self.checkpoint = checkpoint
+        self.baseline = baseline
         self._app_id: str | None = None
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
@@ -91,6 +99,7 @@ class GoldSink:
             "updated_at": pa.array([now] * n, pa.timestamp("us", tz="UTC")),
             "batch_id": pa.array([batch_id] * n, pa.int64()),
         }).cast(gold.GOLD_SCHEMA)
+        rows = add_baseline(rows, self.baseline)
         publish(self.table_path, rows, gold.GOLD_KEYS, self._app_id, batch_id, bump=("revision",))
 
 
@@ -112,15 +121,20 @@ def start_bronze_silver_query(spark: SparkSession, settings: Settings) -> Stream
     return _with_trigger(writer, settings).start()
 
 
-def start_gold_query(spark: SparkSession, settings: Settings) -> StreamingQuery:
+def start_gold_query(spark: SparkSession, settings: Settings,
+                     baseline: ReplayBaseline | None = None) -> StreamingQuery:
     checkpoint = settings.checkpoint_dir / GOLD_QUERY
     trades = silver.valid_trades(silver.parse_trades(read_kafka(spark, settings)))
+    if baseline is not None and baseline.prior_trade_ids:
+        # A replay: trades already counted in the baseline are not counted again.
+        prior = spark.createDataFrame([(t,) for t in baseline.prior_trade_ids], "trade_id string")
+        trades = trades.join(F.broadcast(prior), "trade_id", "left_anti")
     summary = gold.trade_summary(trades, settings.window, settings.watermark)
     writer = (
         summary.writeStream.queryName(GOLD_QUERY)
         .outputMode("update")
         .option("checkpointLocation", str(checkpoint))
-        .foreachBatch(GoldSink(settings.table_path(gold.GOLD_TABLE), checkpoint))
+        .foreachBatch(GoldSink(settings.table_path(gold.GOLD_TABLE), checkpoint, baseline))
     )
     return _with_trigger(writer, settings).start()
 
@@ -175,8 +189,18 @@ class Pipeline:
 
     def start(self) -> None:
         self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+        if self.settings.replay_from is not None:
+            moved = set_aside_checkpoints(self.settings)
+            remember_replay(self.settings)
+            log.info("replaying from Kafka time %s with fresh checkpoints%s", self.settings.replay_from.isoformat(),
+                     f" (the old ones are kept in {moved})" if moved else "")
+        # Read before any query writes: silver as it stood before the replay time.
+        baseline = load_baseline(self.settings)
+        if baseline is not None:
+            log.info("replay baseline: %d trades before %s in %d windows", len(baseline.prior_trade_ids),
+                     baseline.since.isoformat(), len(baseline.windows))
         self.queries.append(start_bronze_silver_query(self.spark, self.settings))
-        self.queries.append(start_gold_query(self.spark, self.settings))
+        self.queries.append(start_gold_query(self.spark, self.settings, baseline))
 
     def status(self) -> list[QueryStatus]:
         return [query_status(q) for q in self.queries]

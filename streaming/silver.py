@@ -92,6 +92,8 @@ def parse_trades(records: DataFrame) -> DataFrame:
                          _raw("event_time"))),
         (F.col("event_time").try_cast("timestamp").isNull(),
          F.format_string("event_time is not a valid time: %s", _raw("event_time"))),
+        # Checked last, so a record that is also broken in its value reports that first.
+        (F.col("key").isNull() | (F.length("key") == 0), F.lit("missing Kafka key (the account_id)")),
     ]
 
     return parsed.select(

@@ -46,16 +46,19 @@ def test_bad_records_are_quarantined_with_reasons_while_good_ones_flow_and_gold_
     corpus = sorted(BAD)
     writer.send(good[0], *[raw(BAD[kind][0]) or b"" for kind in corpus], good[1])
     writer.producer.produce(writer.topic, key=None, value=None)  # a tombstone: no value at all
+    keyless = json.dumps(trade("k1", "BUY", 1000, 1000.0, DAY + "09:02:00Z")).encode()
+    writer.producer.produce(writer.topic, key=None, value=keyless)
     writer.producer.flush(10)
     run_once(spark, settings)
 
     bronze = table(settings, BRONZE_TABLE)
     quarantine = table(settings, QUARANTINE_TABLE)
     silver = table(settings, SILVER_TABLE)
-    assert len(bronze) == len(corpus) + 3
+    assert len(bronze) == len(corpus) + 4
     assert bronze[["partition", "offset"]].duplicated().sum() == 0
     assert sorted(silver["trade_id"]) == ["g1", "g2"]
-    assert len(quarantine) == len(corpus) + 1
+    assert len(quarantine) == len(corpus) + 2
+    assert "missing Kafka key" in quarantine[quarantine["value"] == keyless]["reason"].iloc[0]
     assert quarantine["reason"].str.len().min() > 0
     for kind in corpus:
         value, expected = BAD[kind]

@@ -67,6 +67,12 @@ def test_bad_records_get_a_readable_reason(spark, kind):
     assert row.reason is not None and expected in row.reason, row.reason
 
 
+def test_a_trade_without_a_kafka_key_is_rejected(spark):
+    df = spark.createDataFrame([(None, json.dumps(GOOD).encode(), "trades", 0, 0, None)],
+                               "key binary, value binary, topic string, partition int, offset long, timestamp timestamp")
+    assert silver.parse_trades(df).collect()[0].reason == "missing Kafka key (the account_id)"
+
+
 def test_valid_and_rejected_split_keeps_every_record(spark):
     parsed = silver.parse_trades(records(spark, GOOD, b"junk", {**GOOD, "trade_id": "t-2"}))
     assert [r.trade_id for r in silver.valid_trades(parsed).collect()] == ["t-1", "t-2"]
