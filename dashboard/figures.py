@@ -82,12 +82,12 @@ def status_text(snapshot: dict | None) -> str:
         parts.append(f"Producer {state} · {producer['rate']:g} trades/s · sent {producer['sent']:,}"
                      + (f" · failed {producer['failed']:,}" if producer["failed"] else "")
                      + f" · market time {producer['market_time'][11:16]}")
-    for query in status.get("queries", []):
+    queries = status.get("queries", [])
+    for query in queries:
         if query.get("error"):
-            parts.append(f"{query['name']} FAILED: {query['error'][:200]}")
-            continue
-        last = query.get("last_batch_at")
-        parts.append(f"Last batch {last[11:19] + ' UTC' if last else '—'} (#{query.get('batch_id', '—')})")
-        watermark = query.get("watermark")
-        parts.append(f"Watermark {watermark[:16].replace('T', ' ') if watermark else '— (no trades yet)'}")
+            parts.append(f"Query {query['name']} FAILED: {query['error'][:200]}")
+    batches = [q["last_batch_at"] for q in queries if q.get("last_batch_at")]
+    parts.append(f"Last batch {max(batches)[11:19] + ' UTC' if batches else '—'}")
+    watermarks = [q["watermark"] for q in queries if q.get("watermark")]
+    parts.append(f"Watermark {max(watermarks)[:16].replace('T', ' ') if watermarks else '— (no trades yet)'}")
     return "  ·  ".join(parts)

@@ -47,6 +47,13 @@ def open_table(path: str | Path) -> DeltaTable | None:
         return None
 
 
+def ensure_table(path: str | Path, schema: pa.Schema) -> None:
+    """Create an empty table, so that readers find every table from the start."""
+    if open_table(path) is None:
+        Path(path).mkdir(parents=True, exist_ok=True)
+        DeltaTable.create(str(path), schema, mode="ignore")
+
+
 def publish(
     path: str | Path,
     rows: pa.Table,

@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from streaming import bronze, gold, silver
-from streaming.delta_sink import checkpoint_app_id, publish, same_values
+from streaming.delta_sink import checkpoint_app_id, ensure_table, publish, same_values
 from streaming.replay import ReplayBaseline, add_baseline, load_baseline, remember_replay
 from streaming.kafka_source import SOURCE_NAME
 from streaming.settings import Settings, format_duration
@@ -25,6 +25,12 @@ log = logging.getLogger(__name__)
 
 BRONZE_SILVER_QUERY = "bronze_silver"
 GOLD_QUERY = "gold_trade_summary"
+TABLES = {
+    bronze.BRONZE_TABLE: bronze.BRONZE_SCHEMA,
+    silver.SILVER_TABLE: silver.SILVER_SCHEMA,
+    silver.QUARANTINE_TABLE: silver.QUARANTINE_SCHEMA,
+    gold.GOLD_TABLE: gold.GOLD_SCHEMA,
+}
 
 
 def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
@@ -194,6 +200,8 @@ class Pipeline:
             remember_replay(self.settings)
             log.info("replaying from Kafka time %s with fresh checkpoints%s", self.settings.replay_from.isoformat(),
                      f" (the old ones are kept in {moved})" if moved else "")
+        for table, schema in TABLES.items():
+            ensure_table(self.settings.table_path(table), schema)
         # Read before any query writes: silver as it stood before the replay time.
         baseline = load_baseline(self.settings)
         if baseline is not None:

@@ -109,3 +109,20 @@ def test_registered_callbacks_build_three_traces_from_the_gold_table(tmp_path):
                                         ("abc", False), (1e9, False)])
 def test_rate_validation_gives_a_message_not_a_traceback(value, ok):
     assert (validate_rate(value) is None) == ok
+
+
+def test_status_line_shows_producer_last_batch_watermark_and_failures():
+    from dashboard.figures import status_text
+
+    snapshot = {"status": {
+        "producer": {"enabled": True, "rate": 20.0, "sent": 12345, "failed": 0, "market_time": "2026-03-02T10:31:00Z"},
+        "queries": [
+            {"name": "bronze_silver", "error": None, "last_batch_at": "2026-11-22T05:36:58.100Z", "watermark": None},
+            {"name": "gold_trade_summary", "error": None, "last_batch_at": "2026-11-22T05:36:57.900Z",
+             "watermark": "2026-03-02T10:01:00.000Z"},
+        ]}}
+    text = status_text(snapshot)
+    assert "Producer on" in text and "sent 12,345" in text
+    assert "Last batch 05:36:58 UTC" in text and "Watermark 2026-03-02 10:01" in text
+    snapshot["status"]["queries"][1]["error"] = "boom"
+    assert "gold_trade_summary FAILED: boom" in status_text(snapshot)
