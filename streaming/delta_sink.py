@@ -101,12 +101,11 @@ def publish(
     return True
 
 
-def checkpoint_app_id(checkpoint: str | Path, table: str) -> str:
-    """An app id tied to one checkpoint: Spark's query id, kept in <checkpoint>/metadata.
+def checkpoint_query_id(checkpoint: str | Path) -> str:
+    """Spark's query id, kept in <checkpoint>/metadata: it lasts as long as the checkpoint.
 
-    A fresh checkpoint (a replay) restarts batch ids at 0, so its batches must not be
-    mistaken for the old checkpoint's.
+    App ids are tied to it because a fresh checkpoint (a replay) restarts batch ids at 0,
+    and its batches must not be mistaken for the old checkpoint's.
     """
     metadata = Path(checkpoint) / "metadata"
-    query_id = json.loads(metadata.read_text().splitlines()[0])["id"]
-    return f"{table}@{query_id}"
+    return json.loads(metadata.read_text().splitlines()[0])["id"]

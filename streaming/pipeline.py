@@ -3,6 +3,7 @@ logic lives in silver.py and gold.py, the writing in delta_sink.py."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import shutil
 import time
@@ -16,7 +17,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from streaming import bronze, gold, silver
-from streaming.delta_sink import checkpoint_app_id, ensure_table, publish, same_values
+from streaming.delta_sink import checkpoint_query_id, ensure_table, publish, same_values
 from streaming.replay import ReplayBaseline, add_baseline, load_baseline, remember_replay
 from streaming.kafka_source import SOURCE_NAME
 from streaming.settings import Settings, format_duration
@@ -50,49 +51,49 @@ def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
     return reader.load()
 
 
-class MedallionSink:
-    """foreachBatch: one collected micro-batch -> bronze, silver and quarantine (append-once).
+class BatchSink:
+    """A foreachBatch function writing Delta tables idempotently for one checkpoint."""
+
+    def __init__(self, settings: Settings, checkpoint: Path):
+        self.settings = settings
+        self.checkpoint = checkpoint
+
+    @functools.cached_property
+    def query_id(self) -> str:
+        return checkpoint_query_id(self.checkpoint)  # the metadata file exists once the query runs
+
+    def publish(self, table: str, rows: pa.Table, keys, batch_id: int, **options) -> bool:
+        return publish(self.settings.table_path(table), rows, keys, f"{table}@{self.query_id}", batch_id, **options)
+
+
+class MedallionSink(BatchSink):
+    """One collected micro-batch -> bronze, silver and quarantine.
 
     The batch is collected to Arrow once (one Spark job) and split on the driver. Each table
     records the batch id in its own Delta transaction, so after a crash between two of the
     writes, the replayed batch skips the tables that have it and completes the others.
     """
 
-    def __init__(self, settings: Settings, checkpoint: Path):
-        self.settings = settings
-        self.checkpoint = checkpoint
-
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         rows = batch.toArrow()
         if rows.num_rows == 0:
             return
-        app_id = lambda table: checkpoint_app_id(self.checkpoint, table)  # noqa: E731
-        publish(self.path(bronze.BRONZE_TABLE), bronze.bronze_rows(rows), bronze.BRONZE_KEYS,
-                app_id(bronze.BRONZE_TABLE), batch_id, insert_only=True)
+        self.publish(bronze.BRONZE_TABLE, bronze.bronze_rows(rows), bronze.BRONZE_KEYS, batch_id, insert_only=True)
         # The first copy of a trade wins; the same record read again (a replay after a fix)
         # replaces its own row with the new parse.
-        publish(self.path(silver.SILVER_TABLE), silver.silver_rows(rows), silver.SILVER_KEYS,
-                app_id(silver.SILVER_TABLE), batch_id, insert_only=True,
-                update_when=same_values(silver.QUARANTINE_KEYS))
-        publish(self.path(silver.QUARANTINE_TABLE), silver.quarantine_rows(rows), silver.QUARANTINE_KEYS,
-                app_id(silver.QUARANTINE_TABLE), batch_id)
-
-    def path(self, table: str) -> Path:
-        return self.settings.table_path(table)
+        self.publish(silver.SILVER_TABLE, silver.silver_rows(rows), silver.SILVER_KEYS, batch_id,
+                     insert_only=True, update_when=same_values(silver.QUARANTINE_KEYS))
+        self.publish(silver.QUARANTINE_TABLE, silver.quarantine_rows(rows), silver.QUARANTINE_KEYS, batch_id)
 
 
-class GoldSink:
-    """foreachBatch: the updated windows of one micro-batch -> MERGE into gold/trade_summary."""
+class GoldSink(BatchSink):
+    """The updated windows of one micro-batch -> MERGE into gold/trade_summary."""
 
-    def __init__(self, table_path: Path, checkpoint: Path, baseline: ReplayBaseline | None = None):
-        self.table_path = table_path
-        self.checkpoint = checkpoint
+    def __init__(self, settings: Settings, checkpoint: Path, baseline: ReplayBaseline | None = None):
+        super().__init__(settings, checkpoint)
         self.baseline = baseline
-        self._app_id: str | None = None
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        if self._app_id is None:
-            self._app_id = checkpoint_app_id(self.checkpoint, gold.GOLD_TABLE)
         rows = batch.toArrow()
         if rows.num_rows == 0:
             return
@@ -105,8 +106,8 @@ class GoldSink:
             "updated_at": pa.array([now] * n, pa.timestamp("us", tz="UTC")),
             "batch_id": pa.array([batch_id] * n, pa.int64()),
         }).cast(gold.GOLD_SCHEMA)
-        rows = add_baseline(rows, self.baseline)
-        publish(self.table_path, rows, gold.GOLD_KEYS, self._app_id, batch_id, bump=("revision",))
+        self.publish(gold.GOLD_TABLE, add_baseline(rows, self.baseline), gold.GOLD_KEYS, batch_id,
+                     bump=("revision",))
 
 
 def _with_trigger(writer, settings: Settings):
@@ -140,7 +141,7 @@ def start_gold_query(spark: SparkSession, settings: Settings,
         summary.writeStream.queryName(GOLD_QUERY)
         .outputMode("update")
         .option("checkpointLocation", str(checkpoint))
-        .foreachBatch(GoldSink(settings.table_path(gold.GOLD_TABLE), checkpoint, baseline))
+        .foreachBatch(GoldSink(settings, checkpoint, baseline))
     )
     return _with_trigger(writer, settings).start()
 
