@@ -18,6 +18,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from streaming import bronze, gold, silver
 from streaming.delta_sink import checkpoint_query_id, ensure_table, publish, same_values
+from streaming.lateness import BATCH_WATERMARKS_KEYS, BATCH_WATERMARKS_SCHEMA, BATCH_WATERMARKS_TABLE, batch_ledger
 from streaming.replay import ReplayBaseline, add_baseline, load_baseline, remember_replay
 from streaming.kafka_source import SOURCE_NAME
 from streaming.settings import Settings, format_duration
@@ -31,6 +32,7 @@ TABLES = {
     silver.SILVER_TABLE: silver.SILVER_SCHEMA,
     silver.QUARANTINE_TABLE: silver.QUARANTINE_SCHEMA,
     gold.GOLD_TABLE: gold.GOLD_SCHEMA,
+    BATCH_WATERMARKS_TABLE: BATCH_WATERMARKS_SCHEMA,
 }
 
 
@@ -94,6 +96,10 @@ class GoldSink(BatchSink):
         self.baseline = baseline
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        # Every batch that read records leaves its offset ranges and watermark in the ledger,
+        # even when all its trades were too late and it changes no window.
+        self.publish(BATCH_WATERMARKS_TABLE, batch_ledger(self.checkpoint, self.query_id, batch_id),
+                     BATCH_WATERMARKS_KEYS, batch_id, insert_only=True)
         rows = batch.toArrow()
         if rows.num_rows == 0:
             return
@@ -132,9 +138,9 @@ def start_gold_query(spark: SparkSession, settings: Settings,
                      baseline: ReplayBaseline | None = None) -> StreamingQuery:
     checkpoint = settings.checkpoint_dir / GOLD_QUERY
     trades = silver.valid_trades(silver.parse_trades(read_kafka(spark, settings)))
-    if baseline is not None and baseline.prior_trade_ids:
-        # A replay: trades already counted in the baseline are not counted again.
-        prior = spark.createDataFrame([(t,) for t in baseline.prior_trade_ids], "trade_id string")
+    if baseline is not None and baseline.skip_trade_ids:
+        # A replay: trades in the baseline, or too late live, are not counted again.
+        prior = spark.createDataFrame([(t,) for t in baseline.skip_trade_ids], "trade_id string")
         trades = trades.join(F.broadcast(prior), "trade_id", "left_anti")
     summary = gold.trade_summary(trades, settings.window, settings.watermark)
     writer = (
@@ -206,8 +212,8 @@ class Pipeline:
         # Read before any query writes: silver as it stood before the replay time.
         baseline = load_baseline(self.settings)
         if baseline is not None:
-            log.info("replay baseline: %d trades before %s in %d windows", len(baseline.prior_trade_ids),
-                     baseline.since.isoformat(), len(baseline.windows))
+            log.info("replay baseline: %d windows from trades before %s; %d trade ids not to count again",
+                     len(baseline.windows), baseline.since.isoformat(), len(baseline.skip_trade_ids))
         self.queries.append(start_bronze_silver_query(self.spark, self.settings))
         self.queries.append(start_gold_query(self.spark, self.settings, baseline))
 

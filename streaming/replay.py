@@ -5,9 +5,10 @@ aggregation state. A window that already had trades before T (it straddles T) wo
 overwritten with only the replayed part. So, for a replay:
 
 * the baseline of each window is recomputed from silver: the valid trades that reached Kafka
-  before T (each trade_id once);
+  before T (each trade_id once), less those that were too late for the watermark live
+  (lateness.py derives them exactly from the watermark each gold batch used);
 * the replayed stream leaves out trade_ids already in that baseline (a redelivery after T
-  is not counted twice);
+  is not counted twice) and trades that were too late live (a replay keeps those decisions);
 * each window the replay updates is written as baseline + replayed sums.
 
 The replay time is kept beside the checkpoints (`replay.json`), so a replay that is stopped and
@@ -24,6 +25,7 @@ import pandas as pd
 import pyarrow as pa
 
 from streaming.delta_sink import open_table
+from streaming.lateness import BATCH_WATERMARKS_TABLE, too_late_trades
 from streaming.settings import Settings, parse_instant
 from streaming.silver import SILVER_TABLE
 
@@ -33,7 +35,7 @@ REPLAY_FILE = "replay.json"
 @dataclass(frozen=True)
 class ReplayBaseline:
     since: datetime
-    prior_trade_ids: list[str]
+    skip_trade_ids: list[str]  # the replayed stream must not count these
     # window_start -> (buy_amount, sell_amount, trade_count) of the trades before `since`
     windows: dict[pd.Timestamp, tuple[float, float, int]]
 
@@ -56,11 +58,14 @@ def window_starts(event_times: pd.Series, window: timedelta) -> pd.Series:
     return pd.to_datetime(event_times, utc=True).dt.floor(pd.Timedelta(window))
 
 
-def baseline_from_silver(silver: pd.DataFrame, since: datetime, window: timedelta) -> ReplayBaseline:
+def baseline_from_silver(silver: pd.DataFrame, since: datetime, window: timedelta,
+                         too_late_ids: frozenset[str] = frozenset()) -> ReplayBaseline:
     before = silver[silver["kafka_timestamp"] < pd.Timestamp(since)]
     before = before.drop_duplicates("trade_id")
+    before = before[~before["trade_id"].isin(too_late_ids)]
+    skip = sorted(set(before["trade_id"]) | set(too_late_ids))
     if before.empty:
-        return ReplayBaseline(since, [], {})
+        return ReplayBaseline(since, skip, {})
     starts = window_starts(before["event_time"], window)
     frame = pd.DataFrame({
         "window_start": starts,
@@ -69,7 +74,7 @@ def baseline_from_silver(silver: pd.DataFrame, since: datetime, window: timedelt
     })
     sums = frame.groupby("window_start").agg(buy=("buy", "sum"), sell=("sell", "sum"), trades=("buy", "size"))
     windows = {pd.Timestamp(ws): (float(r.buy), float(r.sell), int(r.trades)) for ws, r in sums.iterrows()}
-    return ReplayBaseline(since, before["trade_id"].tolist(), windows)
+    return ReplayBaseline(since, skip, windows)
 
 
 def load_baseline(settings: Settings) -> ReplayBaseline | None:
@@ -79,8 +84,12 @@ def load_baseline(settings: Settings) -> ReplayBaseline | None:
     table = open_table(settings.table_path(SILVER_TABLE))
     if table is None:
         return ReplayBaseline(since, [], {})
-    silver = table.to_pandas(columns=["trade_id", "side", "amount", "event_time", "kafka_timestamp"])
-    return baseline_from_silver(silver, since, settings.window)
+    silver = table.to_pandas(columns=["trade_id", "side", "amount", "event_time", "kafka_timestamp",
+                                      "topic", "partition", "offset"])
+    ledger_table = open_table(settings.table_path(BATCH_WATERMARKS_TABLE))
+    ledger = ledger_table.to_pandas() if ledger_table is not None else pd.DataFrame()
+    too_late = frozenset(too_late_trades(silver, ledger)["trade_id"])
+    return baseline_from_silver(silver, since, settings.window, too_late)
 
 
 def add_baseline(rows: pa.Table, baseline: ReplayBaseline | None) -> pa.Table:

@@ -8,6 +8,8 @@ import pytest
 from deltalake import DeltaTable
 
 from streaming.gold import GOLD_TABLE
+from streaming.lateness import BATCH_WATERMARKS_TABLE, too_late_trades
+from streaming.silver import SILVER_TABLE
 from streaming.pipeline import Pipeline
 from streaming.settings import Settings
 from tests.conftest import trade
@@ -76,6 +78,13 @@ def test_gold_is_exact_through_late_trades_too_late_trades_and_a_restart(spark, 
             "10:00": (0.0, 7.0, -7.0, 1),
             "10:30": (1.0, 0.0, 1.0, 1),
         }
+        # Exactly the trade left out is derivable as too late, with the watermark it missed.
+        silver = DeltaTable(str(settings.table_path(SILVER_TABLE))).to_pandas()
+        ledger = DeltaTable(str(settings.table_path(BATCH_WATERMARKS_TABLE))).to_pandas()
+        late = too_late_trades(silver, ledger)
+        assert list(late["trade_id"]) == ["t7"]
+        assert late["watermark"].iloc[0].isoformat() == "2026-03-02T10:00:00+00:00"
+        assert late["late_by"].iloc[0].total_seconds() == 55 * 60
     finally:
         pipeline.stop()
 

@@ -18,6 +18,11 @@ from tests.conftest import trade
 DAY = "2026-03-02T"
 
 
+def process(pipeline):
+    for query in pipeline.queries:
+        query.processAllAvailable()
+
+
 def run_once(spark, settings):
     pipeline = Pipeline(spark, settings)
     pipeline.start()
@@ -47,31 +52,42 @@ def test_baseline_sums_each_trade_before_the_replay_time_once():
                                            "2026-03-02 12:00"], utc=True),
     })
     base = baseline_from_silver(silver, datetime(2026, 3, 2, 11, tzinfo=timezone.utc), pd.Timedelta("15min"))
-    assert sorted(base.prior_trade_ids) == ["a", "b"]
+    assert sorted(base.skip_trade_ids) == ["a", "b"]
     assert base.windows == {pd.Timestamp("2026-03-02 09:00", tz="UTC"): (10.0, 0.0, 1),
                             pd.Timestamp("2026-03-02 09:15", tz="UTC"): (0.0, 4.0, 1)}
 
 
 def test_replay_from_a_time_rebuilds_gold_without_partial_or_double_counts(spark, writer, broker, topic, tmp_path):
     settings = Settings(data_dir=tmp_path / "data", bootstrap_servers=broker.bootstrap_servers, topic=topic)
-    a1 = trade("a1", "BUY", 10, 10.0, DAY + "09:01:00Z")
-    writer.send(a1, trade("a2", "SELL", 1, 50.0, DAY + "09:20:00Z"))
-    time.sleep(0.2)
-    replay_time = datetime.now(timezone.utc)
-    time.sleep(0.2)
-    writer.send(trade("b1", "BUY", 1, 7.0, DAY + "09:05:00Z"),  # 09:00 straddles the replay time
-                trade("b2", "BUY", 2, 5.0, DAY + "09:40:00Z"), a1, b"{not json")
-    run_once(spark, settings)
-    expected = {"09:00": (107.0, 0.0, 2), "09:15": (0.0, 50.0, 1), "09:30": (10.0, 0.0, 1)}
+    pipeline = Pipeline(spark, settings)
+    pipeline.start()
+    try:
+        a1 = trade("a1", "BUY", 10, 10.0, DAY + "09:01:00Z")
+        writer.send(a1, trade("a2", "SELL", 1, 50.0, DAY + "09:20:00Z"),
+                    trade("a3", "BUY", 1, 1.0, DAY + "10:30:00Z"), trade("a5", "BUY", 2, 1.0, DAY + "10:31:00Z"))
+        process(pipeline)
+        writer.send(trade("a4", "SELL", 100, 100.0, DAY + "09:02:00Z"))  # too late (watermark 10:01)
+        process(pipeline)
+        time.sleep(0.2)
+        replay_time = datetime.now(timezone.utc)
+        time.sleep(0.2)
+        writer.send(trade("b1", "BUY", 1, 7.0, DAY + "10:05:00Z"),
+                    trade("b2", "SELL", 5, 5.0, DAY + "09:30:00Z"),  # too late as well
+                    trade("b3", "BUY", 3, 1.0, DAY + "10:40:00Z"),  # 10:30 straddles the replay time
+                    a1, b"{not json")
+        process(pipeline)
+    finally:
+        pipeline.stop()
+    expected = {"09:00": (100.0, 0.0, 1), "09:15": (0.0, 50.0, 1), "10:00": (7.0, 0.0, 1), "10:30": (6.0, 0.0, 3)}
     assert gold_rows(settings) == expected
 
     replay = settings.replace(replay_from=replay_time)
     run_once(spark, replay)
     assert gold_rows(settings) == expected
-    assert count(settings, BRONZE_TABLE) == 6 and count(settings, SILVER_TABLE) == 4
+    assert count(settings, BRONZE_TABLE) == 10 and count(settings, SILVER_TABLE) == 8
     assert list((settings.data_dir / "checkpoints.replaced").iterdir()), "old checkpoints are kept aside"
 
     # Stopped and restarted half way: the replay's checkpoints resume with the same baseline.
-    writer.send(trade("b3", "BUY", 1, 1.0, DAY + "09:12:00Z"))
+    writer.send(trade("b4", "BUY", 1, 1.0, DAY + "10:32:00Z"))
     run_once(spark, settings)
-    assert gold_rows(settings)["09:00"] == (108.0, 0.0, 3)
+    assert gold_rows(settings)["10:30"] == (7.0, 0.0, 4)

@@ -1,0 +1,87 @@
+"""Which trades were too late for the watermark, derived exactly rather than guessed.
+
+Spark records, for each micro-batch N of a query, the watermark that batch used and the
+source offsets it ended at, in `<checkpoint>/offsets/N`. The gold sink copies that into the
+`gold/batch_watermarks` ledger: one row per (query, batch, topic, partition) with the offset
+range [start_offset, end_offset) and the watermark. A valid trade is too late when the gold
+batch that read its Kafka record had a watermark at or after its event time (the dedup
+operator's rule, see gold.py).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+
+BATCH_WATERMARKS_TABLE = "gold/batch_watermarks"
+BATCH_WATERMARKS_KEYS = ("query_id", "batch_id", "topic", "partition")
+_UTC_TIME = pa.timestamp("us", tz="UTC")
+BATCH_WATERMARKS_SCHEMA = pa.schema([
+    ("query_id", pa.string()), ("batch_id", pa.int64()), ("topic", pa.string()), ("partition", pa.int32()),
+    ("start_offset", pa.int64()), ("end_offset", pa.int64()), ("watermark", _UTC_TIME),
+])
+
+
+def read_offset_log(checkpoint: Path, batch_id: int) -> tuple[int, dict[tuple[str, int], int]] | None:
+    """(watermark ms, end offsets) of one batch from Spark's offset log, or None if absent."""
+    path = Path(checkpoint) / "offsets" / str(batch_id)
+    if not path.exists():
+        return None
+    lines = path.read_text().splitlines()
+    metadata = json.loads(lines[1])
+    offsets = json.loads(lines[2]) if len(lines) > 2 and lines[2].strip() else {}
+    ends = {(topic, int(p)): int(o) for topic, parts in offsets.items() for p, o in parts.items()}
+    return int(metadata.get("batchWatermarkMs", 0)), ends
+
+
+def batch_ledger(checkpoint: Path, query_id: str, batch_id: int) -> pa.Table:
+    """The ledger rows of one batch: the offset ranges it read and the watermark it used."""
+    current = read_offset_log(checkpoint, batch_id)
+    if current is None:
+        return BATCH_WATERMARKS_SCHEMA.empty_table()
+    watermark_ms, ends = current
+    previous = read_offset_log(checkpoint, batch_id - 1) if batch_id > 0 else None
+    starts = previous[1] if previous else {}
+    watermark = datetime.fromtimestamp(watermark_ms / 1000, tz=timezone.utc)
+    rows = [(tp, starts.get(tp, 0), end) for tp, end in sorted(ends.items()) if end > starts.get(tp, 0)]
+    return pa.table({
+        "query_id": [query_id] * len(rows), "batch_id": [batch_id] * len(rows),
+        "topic": [tp[0] for tp, _, _ in rows], "partition": [tp[1] for tp, _, _ in rows],
+        "start_offset": [s for _, s, _ in rows], "end_offset": [e for _, _, e in rows],
+        "watermark": [watermark] * len(rows),
+    }, schema=BATCH_WATERMARKS_SCHEMA)
+
+
+def too_late_trades(silver: pd.DataFrame, ledger: pd.DataFrame) -> pd.DataFrame:
+    """Silver trades whose gold batch had a watermark at or after their event time.
+
+    silver: trade_id, event_time, topic, partition, offset (+ any other columns, kept).
+    ledger: the batch_watermarks table. A trade read under several checkpoints (a replay)
+    is too late if it was too late in any of them: a replay keeps the decisions made live.
+    Adds `watermark` and `late_by` (watermark - event_time) columns.
+    """
+    if silver.empty or ledger.empty:
+        return silver.iloc[0:0].assign(watermark=pd.Series(dtype="datetime64[us, UTC]"),
+                                       late_by=pd.Series(dtype="timedelta64[us]"))
+    found = []
+    records = silver.sort_values("offset")
+    for (query_id, topic, partition), ranges in ledger.groupby(["query_id", "topic", "partition"]):
+        mine = records[(records["topic"] == topic) & (records["partition"] == partition)]
+        if mine.empty:
+            continue
+        matched = pd.merge_asof(mine, ranges.sort_values("start_offset")[["start_offset", "end_offset", "watermark"]],
+                                left_on="offset", right_on="start_offset", direction="backward")
+        inside = matched["offset"] < matched["end_offset"]
+        event_time = pd.to_datetime(matched["event_time"], utc=True)
+        watermark = pd.to_datetime(matched["watermark"], utc=True)
+        late = inside & (watermark > pd.Timestamp(0, tz="UTC")) & (event_time <= watermark)
+        found.append(matched[late].drop(columns=["start_offset", "end_offset"]))
+    if not found:
+        return too_late_trades(silver.iloc[0:0], ledger.iloc[0:0])
+    late = pd.concat(found).drop_duplicates("trade_id")
+    late["late_by"] = pd.to_datetime(late["watermark"], utc=True) - pd.to_datetime(late["event_time"], utc=True)
+    return late.reset_index(drop=True)
