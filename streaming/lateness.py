@@ -11,7 +11,7 @@ operator's rule, see gold.py).
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pandas as pd
@@ -24,6 +24,17 @@ BATCH_WATERMARKS_SCHEMA = pa.schema([
     ("query_id", pa.string()), ("batch_id", pa.int64()), ("topic", pa.string()), ("partition", pa.int32()),
     ("start_offset", pa.int64()), ("end_offset", pa.int64()), ("watermark", _UTC_TIME),
 ])
+
+
+LATE_TRADES_TABLE = "gold/late_trades"
+LATE_TRADES_KEYS = ("trade_id",)
+LATE_TRADES_SCHEMA = pa.schema([
+    ("trade_id", pa.string()), ("event_time", _UTC_TIME), ("window_start", _UTC_TIME), ("window_end", _UTC_TIME),
+    ("watermark", _UTC_TIME), ("late_by_seconds", pa.float64()), ("side", pa.string()), ("amount", pa.float64()),
+    ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()), ("detected_at", _UTC_TIME),
+])
+# Silver columns needed to tell and to describe a too-late trade.
+LATE_CANDIDATE_COLUMNS = ["trade_id", "event_time", "side", "amount", "topic", "partition", "offset"]
 
 
 def read_offset_log(checkpoint: Path, batch_id: int) -> tuple[int, dict[tuple[str, int], int]] | None:
@@ -85,3 +96,19 @@ def too_late_trades(silver: pd.DataFrame, ledger: pd.DataFrame) -> pd.DataFrame:
     late = pd.concat(found).drop_duplicates("trade_id")
     late["late_by"] = pd.to_datetime(late["watermark"], utc=True) - pd.to_datetime(late["event_time"], utc=True)
     return late.reset_index(drop=True)
+
+
+def late_trade_rows(late: pd.DataFrame, window: timedelta, detected_at: datetime) -> pa.Table:
+    """too_late_trades() output -> gold/late_trades rows: the window each trade belonged to,
+    the watermark it missed and by how much."""
+    if late.empty:
+        return LATE_TRADES_SCHEMA.empty_table()
+    event_time = pd.to_datetime(late["event_time"], utc=True)
+    start = event_time.dt.floor(pd.Timedelta(window))
+    return pa.Table.from_pandas(pd.DataFrame({
+        "trade_id": late["trade_id"], "event_time": event_time, "window_start": start,
+        "window_end": start + pd.Timedelta(window), "watermark": pd.to_datetime(late["watermark"], utc=True),
+        "late_by_seconds": late["late_by"].dt.total_seconds(), "side": late["side"], "amount": late["amount"],
+        "topic": late["topic"], "partition": late["partition"], "offset": late["offset"],
+        "detected_at": pd.Timestamp(detected_at),
+    }), schema=LATE_TRADES_SCHEMA, preserve_index=False)

@@ -7,14 +7,19 @@ gold/trade_summary exactly. Window 15 minutes, watermark 30 minutes.
 import pytest
 from deltalake import DeltaTable
 
+from streaming.corrections import CORRECTIONS_TABLE
 from streaming.gold import GOLD_TABLE
-from streaming.lateness import BATCH_WATERMARKS_TABLE, too_late_trades
+from streaming.lateness import BATCH_WATERMARKS_TABLE, LATE_TRADES_TABLE, too_late_trades
 from streaming.silver import SILVER_TABLE
 from streaming.pipeline import Pipeline
 from streaming.settings import Settings
 from tests.conftest import trade
 
 DAY = "2026-03-02T"
+
+
+def table(settings, name):
+    return DeltaTable(str(settings.table_path(name))).to_pandas()
 
 
 def gold_rows(settings):
@@ -60,10 +65,20 @@ def test_gold_is_exact_through_late_trades_too_late_trades_and_a_restart(spark, 
             "09:30": (0.0, 20.0, -20.0, 1),
         }
 
+        assert table(settings, CORRECTIONS_TABLE).empty  # first reports are not corrections
+
         # Iteration 2: a late trade inside the watermark (max 09:31 -> watermark 09:01) corrects 09:15.
         writer.send(trade("t5", "BUY", 3, 10.0, DAY + "09:20:00Z"))
         process(pipeline)
         assert gold_rows(settings)["09:15"] == (80.0, 0.0, 80.0, 2)
+        corrections = table(settings, CORRECTIONS_TABLE)
+        assert len(corrections) == 1
+        c = corrections.iloc[0]
+        assert c.window_start.strftime("%H:%M") == "09:15"
+        assert (c.buy_amount_before, c.buy_amount_after) == (50.0, 80.0)
+        assert (c.sell_amount_before, c.sell_amount_after) == (0.0, 0.0)
+        assert (c.settlement_amount_before, c.settlement_amount_after) == (50.0, 80.0)
+        assert (c.trade_count_before, c.trade_count_after, c.late_trades) == (1, 2, 1)
 
         # Iteration 3: event time moves to 10:30 (watermark 10:00); then 09:05 is too late, 10:10 is not.
         writer.send(trade("t6", "BUY", 1, 1.0, DAY + "10:30:00Z"))
@@ -78,6 +93,16 @@ def test_gold_is_exact_through_late_trades_too_late_trades_and_a_restart(spark, 
             "10:00": (0.0, 7.0, -7.0, 1),
             "10:30": (1.0, 0.0, 1.0, 1),
         }
+        # 10:00 was past (event time had reached 10:30) when t8 arrived: a correction from 0.
+        corrections = table(settings, CORRECTIONS_TABLE).sort_values("window_start")
+        assert [w.strftime("%H:%M") for w in corrections["window_start"]] == ["09:15", "10:00"]
+        assert tuple(corrections.iloc[1][["sell_amount_before", "sell_amount_after", "late_trades"]]) == (0.0, 7.0, 1)
+        # The too-late trade is listed, with its window and the watermark it missed, and is nowhere in gold.
+        late_trades = table(settings, LATE_TRADES_TABLE)
+        assert list(late_trades["trade_id"]) == ["t7"]
+        lt = late_trades.iloc[0]
+        assert lt.window_start.strftime("%H:%M") == "09:00" and lt.late_by_seconds == 55 * 60
+        assert lt.watermark.isoformat() == "2026-03-02T10:00:00+00:00"
         # Exactly the trade left out is derivable as too late, with the watermark it missed.
         silver = DeltaTable(str(settings.table_path(SILVER_TABLE))).to_pandas()
         ledger = DeltaTable(str(settings.table_path(BATCH_WATERMARKS_TABLE))).to_pandas()
@@ -89,6 +114,12 @@ def test_gold_is_exact_through_late_trades_too_late_trades_and_a_restart(spark, 
         pipeline.stop()
 
     # Iteration 4: restart on the same checkpoint; a new trade adds to the restored 10:30 totals.
+    # Forget the last commit too, so Spark replays that batch: it must not write anything twice.
+    commits = settings.checkpoint_dir / "gold_trade_summary" / "commits"
+    last = max(int(p.name) for p in commits.iterdir() if p.name.isdigit())
+    for name in (str(last), f".{last}.crc"):
+        (commits / name).unlink(missing_ok=True)
+    corrections_before = len(table(settings, CORRECTIONS_TABLE))
     pipeline = start(spark, settings)
     try:
         writer.send(trade("t9", "BUY", 2, 1.0, DAY + "10:31:00Z"),
@@ -96,6 +127,8 @@ def test_gold_is_exact_through_late_trades_too_late_trades_and_a_restart(spark, 
         process(pipeline)
         rows = gold_rows(settings)
         assert rows["10:30"] == (3.0, 0.0, 3.0, 2)
+        assert len(table(settings, CORRECTIONS_TABLE)) == corrections_before
+        assert list(table(settings, LATE_TRADES_TABLE)["trade_id"]) == ["t7"]
         assert rows["09:00"] == (1000.0, 500.0, 500.0, 2)
         revisions = DeltaTable(str(settings.table_path(GOLD_TABLE))).to_pandas().set_index("window_start")
         assert revisions["revision"].min() >= 1
