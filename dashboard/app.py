@@ -8,7 +8,7 @@ from typing import Callable
 from dash import Dash
 
 from dashboard.callbacks import register_callbacks
-from dashboard.data import GOLD_COLUMNS, TableReader
+from dashboard.data import CORRECTION_COLUMNS, GOLD_COLUMNS, LATE_TRADE_COLUMNS, TableReader
 from dashboard.layout import build_layout
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
@@ -17,7 +17,12 @@ ASSETS = Path(__file__).resolve().parent.parent / "assets"
 def create_app(data_dir: Path, refresh_ms: int = 2000, simulator=None,
                pipeline_status: Callable[[], list] | None = None) -> Dash:
     app = Dash(__name__, title="Trade Summary", assets_folder=str(ASSETS), update_title=None)
-    gold = TableReader(Path(data_dir) / "gold" / "trade_summary", GOLD_COLUMNS)
+    data_dir = Path(data_dir)
+    readers = {
+        "gold": TableReader(data_dir / "gold" / "trade_summary", GOLD_COLUMNS),
+        "corrections": TableReader(data_dir / "gold" / "corrections", CORRECTION_COLUMNS),
+        "late_trades": TableReader(data_dir / "gold" / "late_trades", LATE_TRADE_COLUMNS),
+    }
 
     def layout():
         enabled = simulator.enabled if simulator is not None else None
@@ -25,5 +30,5 @@ def create_app(data_dir: Path, refresh_ms: int = 2000, simulator=None,
         return build_layout(refresh_ms, enabled, rate)
 
     app.layout = layout
-    register_callbacks(app, gold, simulator, pipeline_status)
+    register_callbacks(app, readers, simulator, pipeline_status)
     return app

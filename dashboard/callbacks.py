@@ -9,16 +9,17 @@ from typing import Callable
 
 from dash import Dash, Input, Output, State, no_update
 
-from dashboard import figures, ids
+from dashboard import figures, ids, tables
 from dashboard.data import TableReader, snapshot_from
 
 
-def register_callbacks(app: Dash, gold: TableReader, simulator=None,
+def register_callbacks(app: Dash, readers: dict[str, TableReader], simulator=None,
                        pipeline_status: Callable[[], list] | None = None) -> None:
 
     @app.callback(Output(ids.SNAPSHOT, "data"), Input(ids.TICK, "n_intervals"))
     def refresh_snapshot(_tick):
-        snapshot = snapshot_from(gold.read())
+        snapshot = snapshot_from(readers["gold"].read(), readers["corrections"].read(),
+                                 readers["late_trades"].read())
         snapshot["status"] = {
             "producer": dataclasses.asdict(simulator.stats()) if simulator is not None else None,
             "queries": [dataclasses.asdict(s) for s in pipeline_status()] if pipeline_status else [],
@@ -29,9 +30,12 @@ def register_callbacks(app: Dash, gold: TableReader, simulator=None,
     def draw_chart(snapshot, mode):
         return figures.summary_figure(snapshot, mode)
 
-    @app.callback(Output(ids.STATUS_LINE, "children"), Input(ids.SNAPSHOT, "data"))
-    def draw_status(snapshot):
-        return figures.status_text(snapshot)
+    @app.callback(Output(ids.STATUS_LINE, "children"), Output(ids.LATE_COUNTERS, "children"),
+                  Output(ids.CORRECTIONS_FEED, "children"), Output(ids.LATE_TRADES_LIST, "children"),
+                  Input(ids.SNAPSHOT, "data"))
+    def draw_status_and_feeds(snapshot):
+        return (figures.status_text(snapshot), tables.late_counters(snapshot),
+                tables.corrections_feed(snapshot), tables.late_trades_list(snapshot))
 
     @app.callback(Output(ids.CONTROL_MESSAGE, "children", allow_duplicate=True),
                   Input(ids.PRODUCER_SWITCH, "value"), prevent_initial_call=True)

@@ -10,6 +10,12 @@ from deltalake.exceptions import TableNotFoundError
 
 GOLD_COLUMNS = ["window_start", "window_end", "buy_amount", "sell_amount", "settlement_amount",
                 "trade_count", "revision", "updated_at"]
+CORRECTION_COLUMNS = ["window_start", "buy_amount_before", "buy_amount_after", "sell_amount_before",
+                      "sell_amount_after", "settlement_amount_before", "settlement_amount_after",
+                      "trade_count_before", "trade_count_after", "late_trades", "corrected_at", "batch_id"]
+LATE_TRADE_COLUMNS = ["trade_id", "event_time", "window_start", "watermark", "late_by_seconds", "side", "amount",
+                      "detected_at"]
+FEED_ROWS = 50
 
 
 class TableReader:
@@ -46,8 +52,14 @@ def trading_day(gold: pd.DataFrame) -> pd.DataFrame:
     return gold[starts.dt.normalize() == day].sort_values("window_start").reset_index(drop=True)
 
 
-def snapshot_from(gold: pd.DataFrame) -> dict:
-    """The JSON-able snapshot kept in the browser's dcc.Store: the current day's windows."""
+def _iso(value) -> str | None:
+    return None if value is None or pd.isna(value) else pd.Timestamp(value).isoformat()
+
+
+def snapshot_from(gold: pd.DataFrame, corrections: pd.DataFrame | None = None,
+                  late_trades: pd.DataFrame | None = None) -> dict:
+    """The JSON-able snapshot kept in the browser's dcc.Store: the current day's windows, the
+    corrections and too-late trades (newest first) and their counters."""
     day = trading_day(gold)
     records = []
     for row in day.itertuples(index=False):
@@ -60,5 +72,21 @@ def snapshot_from(gold: pd.DataFrame) -> dict:
             "trade_count": int(row.trade_count),
             "revision": int(row.revision),
         })
-    last_update = None if gold.empty else pd.Timestamp(gold["updated_at"].max()).isoformat()
-    return {"windows": records, "last_update": last_update}
+    corrections = corrections if corrections is not None else pd.DataFrame(columns=CORRECTION_COLUMNS)
+    late_trades = late_trades if late_trades is not None else pd.DataFrame(columns=LATE_TRADE_COLUMNS)
+    newest = corrections.sort_values(["corrected_at", "window_start"], ascending=False).head(FEED_ROWS)
+    latest_late = late_trades.sort_values("detected_at", ascending=False).head(FEED_ROWS)
+    return {
+        "windows": records,
+        "last_update": None if gold.empty else _iso(gold["updated_at"].max()),
+        "corrections": [{**{k: (_iso(v) if k in ("window_start", "corrected_at") else v.item() if hasattr(v, "item")
+                            else v) for k, v in row.items()}} for row in newest.to_dict("records")],
+        "late_trades": [{k: (_iso(v) if k in ("event_time", "window_start", "watermark", "detected_at")
+                             else v.item() if hasattr(v, "item") else v) for k, v in row.items()}
+                        for row in latest_late.to_dict("records")],
+        "counters": {
+            "corrections": int(len(corrections)),
+            "late_but_counted": int(corrections["late_trades"].sum()) if not corrections.empty else 0,
+            "too_late": int(len(late_trades)),
+        },
+    }

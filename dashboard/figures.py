@@ -40,6 +40,21 @@ def empty_figure(message: str) -> go.Figure:
     return fig
 
 
+def correction_story(correction: dict) -> str:
+    """'09:30 window: buy 1,200.00 -> 1,700.00 at 10:31:05, 2 late trades'."""
+    changes = [f"{label} {correction[f'{m}_before']:,.2f} → {correction[f'{m}_after']:,.2f}"
+               for label, m in (("buy", "buy_amount"), ("sell", "sell_amount"))
+               if correction[f"{m}_before"] != correction[f"{m}_after"]]
+    n = correction["late_trades"]
+    return (f"{correction['window_start'][11:16]} window: {', '.join(changes) or 'unchanged amounts'}"
+            f" at {correction['corrected_at'][11:19]} UTC, {n} late trade{'s' if n != 1 else ''}")
+
+
+def current_watermark(snapshot: dict | None) -> pd.Timestamp | None:
+    marks = [q["watermark"] for q in (snapshot or {}).get("status", {}).get("queries", []) if q.get("watermark")]
+    return pd.Timestamp(max(marks)) if marks else None
+
+
 def summary_figure(snapshot: dict | None, mode: str = ids.MODE_WINDOW) -> go.Figure:
     """The trade summary chart: total buy, total sell and settlement per window (or running)."""
     frame = windows_frame(snapshot)
@@ -57,6 +72,24 @@ def summary_figure(snapshot: dict | None, mode: str = ids.MODE_WINDOW) -> go.Fig
         go.Scatter(x=x, y=frame["settlement_amount"], name="Settlement (buy − sell)", mode="lines+markers",
                    line=dict(color=SETTLEMENT_COLOR, width=2, dash="dot"), hovertemplate=hover),
     ])
+    # Corrected windows: a marker on the buy line whose hover tells what changed.
+    latest = {}
+    for correction in (snapshot or {}).get("corrections", []):  # newest first
+        latest.setdefault(correction["window_start"], []).append(correction_story(correction))
+    corrected = frame[frame["window_start"].map(lambda ws: ws.isoformat() in latest)]
+    if not corrected.empty:
+        fig.add_trace(go.Scatter(
+            x=corrected["window_start"], y=corrected["buy_amount"], name="Corrected by late trades",
+            mode="markers", marker=dict(symbol="diamond-open", size=14, color="#d62728", line=dict(width=2)),
+            hovertext=["<br>".join(latest[ws.isoformat()][:3]) for ws in corrected["window_start"]],
+            hovertemplate="%{hovertext}<extra></extra>",
+        ))
+    watermark = current_watermark(snapshot)
+    if watermark is not None and x.iloc[0] <= watermark <= x.iloc[-1] + pd.Timedelta(hours=1):
+        # Windows ending left of the watermark are final; right of it they may still change.
+        fig.add_vline(x=watermark, line=dict(color="#6b7280", dash="dash", width=1))
+        fig.add_annotation(x=watermark, y=1, yref="paper", text="watermark", showarrow=False,
+                           xanchor="left", yanchor="bottom", font=dict(size=11, color="#6b7280"))
     day = x.iloc[0].strftime("%A %d %B %Y")
     fig.update_layout(
         template="plotly_white", height=460, hovermode="x unified",

@@ -41,6 +41,13 @@ def build_layout(refresh_ms: int, producer_enabled: bool | None, rate: float | N
             ]),
         ]),
         dcc.Graph(id=ids.CHART, className="chart", config={"displaylogo": False}),
+        html.Div(id=ids.LATE_COUNTERS, className="status-line late-counters"),
+        html.Section(className="panels", children=[
+            html.Div(className="panel", children=[html.H2("Late-arrival corrections (newest first)"),
+                                                  html.Div(id=ids.CORRECTIONS_FEED)]),
+            html.Div(className="panel", children=[html.H2("Too late to count"),
+                                                  html.Div(id=ids.LATE_TRADES_LIST)]),
+        ]),
         dcc.Store(id=ids.SNAPSHOT),
         dcc.Interval(id=ids.TICK, interval=refresh_ms, n_intervals=0),
     ])

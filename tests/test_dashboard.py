@@ -1,6 +1,7 @@
 """Dashboard: data access, figures and the registered callbacks, from a fixture gold table."""
 
 import base64
+import json
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
@@ -126,3 +127,61 @@ def test_status_line_shows_producer_last_batch_watermark_and_failures():
     assert "Last batch 05:36:58 UTC" in text and "Watermark 2026-03-02 10:01" in text
     snapshot["status"]["queries"][1]["error"] = "boom"
     assert "gold_trade_summary FAILED: boom" in status_text(snapshot)
+
+
+def write_corrections_and_late_trades(data_dir):
+    from streaming.corrections import CORRECTIONS_SCHEMA, CORRECTIONS_TABLE
+    from streaming.lateness import LATE_TRADES_SCHEMA, LATE_TRADES_TABLE
+
+    at = datetime(2026, 11, 22, 10, 31, 5, tzinfo=UTC)
+    start = datetime(2026, 3, 2, 9, 15, tzinfo=UTC)
+    correction = {"window_start": start, "window_end": start + timedelta(minutes=15),
+                  "buy_amount_before": 200.0, "buy_amount_after": 230.0, "sell_amount_before": 700.0,
+                  "sell_amount_after": 700.0, "settlement_amount_before": -500.0, "settlement_amount_after": -470.0,
+                  "trade_count_before": 2, "trade_count_after": 3, "late_trades": 1, "corrected_at": at,
+                  "watermark": datetime(2026, 3, 2, 9, 1, tzinfo=UTC), "batch_id": 4, "query_id": "q"}
+    publish(data_dir / CORRECTIONS_TABLE, pa.Table.from_pylist([correction], schema=CORRECTIONS_SCHEMA),
+            ("query_id", "batch_id", "window_start"), "fixture", 0)
+    late = {"trade_id": "t7-abcdef", "event_time": datetime(2026, 3, 2, 9, 5, tzinfo=UTC),
+            "window_start": datetime(2026, 3, 2, 9, 0, tzinfo=UTC), "window_end": start,
+            "watermark": datetime(2026, 3, 2, 10, 0, tzinfo=UTC), "late_by_seconds": 3300.0, "side": "SELL",
+            "amount": 10000.0, "topic": "trades", "partition": 0, "offset": 9, "detected_at": at}
+    publish(data_dir / LATE_TRADES_TABLE, pa.Table.from_pylist([late], schema=LATE_TRADES_SCHEMA),
+            ("trade_id",), "fixture", 0)
+
+
+def test_callbacks_mark_corrections_list_too_late_trades_and_draw_the_watermark(tmp_path):
+    write_gold(tmp_path, WINDOWS)
+    write_corrections_and_late_trades(tmp_path)
+    from streaming.pipeline import QueryStatus
+
+    def pipeline_status():
+        return [QueryStatus("gold_trade_summary", True, None, 9, "2026-11-22T10:31:06.000Z",
+                            "2026-03-02T09:40:00.000Z", 20.0, 0)]
+
+    app = create_app(tmp_path, pipeline_status=pipeline_status)
+    client = app.server.test_client()
+    snapshot = dash_post(client, f"{ids.SNAPSHOT}.data",
+                         [{"id": ids.TICK, "property": "n_intervals", "value": 1}])[ids.SNAPSHOT]["data"]
+    assert snapshot["counters"] == {"corrections": 1, "late_but_counted": 1, "too_late": 1}
+
+    figure = dash_post(client, f"{ids.CHART}.figure",
+                       [{"id": ids.SNAPSHOT, "property": "data", "value": snapshot},
+                        {"id": ids.CHART_MODE, "property": "value", "value": ids.MODE_WINDOW}])[ids.CHART]["figure"]
+    marker = next(t for t in figure["data"] if t["name"] == "Corrected by late trades")
+    assert marker["hovertext"] == ["09:15 window: buy 200.00 → 230.00 at 10:31:05 UTC, 1 late trade"]
+    assert any(shape["type"] == "line" and shape["x0"].startswith("2026-03-02T09:40")
+               for shape in figure["layout"]["shapes"])
+
+    feeds = client.post("/_dash-update-component", json={
+        "output": f"..{ids.STATUS_LINE}.children...{ids.LATE_COUNTERS}.children...{ids.CORRECTIONS_FEED}.children"
+                  f"...{ids.LATE_TRADES_LIST}.children..",
+        "outputs": [{"id": i, "property": "children"} for i in
+                    (ids.STATUS_LINE, ids.LATE_COUNTERS, ids.CORRECTIONS_FEED, ids.LATE_TRADES_LIST)],
+        "inputs": [{"id": ids.SNAPSHOT, "property": "data", "value": snapshot}],
+        "changedPropIds": [f"{ids.SNAPSHOT}.data"], "state": []}).get_json()["response"]
+    text = json.dumps(feeds)
+    assert "1 late but counted" in text and "1 too late to count" in text
+    assert "200.00 \\u2192 230.00" in text and "09:15" in text  # the feed row
+    assert "t7-abcdef" in text and "55.0 min" in text  # the too-late list
+    assert "Watermark 2026-03-02 09:40" in text
