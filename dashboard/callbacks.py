@@ -7,7 +7,7 @@ import dataclasses
 import math
 from typing import Callable
 
-from dash import Dash, Input, Output, State, no_update
+from dash import Dash, Input, Output, State
 
 from dashboard import figures, ids, tables
 from dashboard.data import TableReader, snapshot_from

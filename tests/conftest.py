@@ -40,6 +40,24 @@ def trade(trade_id: str, side: str, quantity: int, price: float, event_time: str
             "event_time": event_time, **extra}
 
 
+def process(pipeline) -> None:
+    """Wait until every query of the pipeline has processed all that Kafka holds."""
+    for query in pipeline.queries:
+        query.processAllAvailable()
+
+
+def run_once(spark, settings) -> None:
+    """Start the pipeline, process everything available, stop it (one seed-style iteration)."""
+    from streaming.pipeline import Pipeline
+
+    pipeline = Pipeline(spark, settings)
+    pipeline.start()
+    try:
+        process(pipeline)
+    finally:
+        pipeline.stop()
+
+
 class TopicWriter:
     """Produces trades (dicts) or raw bytes to one topic and waits for the acks."""
 

@@ -13,7 +13,7 @@ from streaming.lateness import BATCH_WATERMARKS_TABLE, LATE_TRADES_TABLE, too_la
 from streaming.silver import SILVER_TABLE
 from streaming.pipeline import Pipeline
 from streaming.settings import Settings
-from tests.conftest import trade
+from tests.conftest import process, trade
 
 DAY = "2026-03-02T"
 
@@ -38,11 +38,6 @@ def start(spark, settings):
     pipeline = Pipeline(spark, settings)
     pipeline.start()
     return pipeline
-
-
-def process(pipeline):
-    for query in pipeline.queries:
-        query.processAllAvailable()
 
 
 def test_gold_is_exact_through_late_trades_too_late_trades_and_a_restart(spark, writer, pipeline_settings):

@@ -8,10 +8,9 @@ from deltalake import DeltaTable
 
 from streaming.bronze import BRONZE_TABLE
 from streaming.gold import GOLD_TABLE
-from streaming.pipeline import Pipeline
 from streaming.settings import Settings
 from streaming.silver import QUARANTINE_TABLE, SILVER_TABLE
-from tests.conftest import trade
+from tests.conftest import run_once, trade
 from tests.test_silver_parse import BAD
 
 DAY = "2026-03-02T"
@@ -19,16 +18,6 @@ DAY = "2026-03-02T"
 
 def table(settings, name):
     return DeltaTable(str(settings.table_path(name))).to_pandas()
-
-
-def run_once(spark, settings):
-    pipeline = Pipeline(spark, settings)
-    pipeline.start()
-    try:
-        for query in pipeline.queries:
-            query.processAllAvailable()
-    finally:
-        pipeline.stop()
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ import time
 from datetime import datetime, timezone
 
 import pandas as pd
-import pytest
 from deltalake import DeltaTable
 
 from streaming.bronze import BRONZE_TABLE
@@ -13,24 +12,9 @@ from streaming.pipeline import Pipeline
 from streaming.replay import baseline_from_silver
 from streaming.settings import Settings
 from streaming.silver import SILVER_TABLE
-from tests.conftest import trade
+from tests.conftest import process, run_once, trade
 
 DAY = "2026-03-02T"
-
-
-def process(pipeline):
-    for query in pipeline.queries:
-        query.processAllAvailable()
-
-
-def run_once(spark, settings):
-    pipeline = Pipeline(spark, settings)
-    pipeline.start()
-    try:
-        for query in pipeline.queries:
-            query.processAllAvailable()
-    finally:
-        pipeline.stop()
 
 
 def gold_rows(settings):
