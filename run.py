@@ -98,9 +98,8 @@ class App:
                                         market_start=start, enabled=s.producer_enabled)
         self.simulator.start()
         state = f"on, {s.simulation.rate:g} trades/s" if s.producer_enabled else "off (turn it on from the dashboard)"
-        log.info("producer simulation %s; market clock %s at %gx", state,
-                 "resumes at " + start.strftime("%Y-%m-%d %H:%M") if latest else "starts at " + start.strftime("%Y-%m-%d %H:%M"),
-                 s.simulation.clock_speed)
+        log.info("producer simulation %s; market clock %s at %s at %gx", state, "resumes" if latest else "starts",
+                 start.strftime("%Y-%m-%d %H:%M"), s.simulation.clock_speed)
 
     def _start_pipeline(self) -> None:
         from streaming.pipeline import Pipeline

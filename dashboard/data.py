@@ -56,6 +56,12 @@ def _iso(value) -> str | None:
     return None if value is None or pd.isna(value) else pd.Timestamp(value).isoformat()
 
 
+def _json_records(frame: pd.DataFrame, time_columns: tuple[str, ...]) -> list[dict]:
+    """Rows as plain JSON values: times as ISO strings, numpy scalars as Python numbers."""
+    return [{k: _iso(v) if k in time_columns else v.item() if hasattr(v, "item") else v for k, v in row.items()}
+            for row in frame.to_dict("records")]
+
+
 def snapshot_from(gold: pd.DataFrame, corrections: pd.DataFrame | None = None,
                   late_trades: pd.DataFrame | None = None) -> dict:
     """The JSON-able snapshot kept in the browser's dcc.Store: the current day's windows, the
@@ -79,11 +85,8 @@ def snapshot_from(gold: pd.DataFrame, corrections: pd.DataFrame | None = None,
     return {
         "windows": records,
         "last_update": None if gold.empty else _iso(gold["updated_at"].max()),
-        "corrections": [{**{k: (_iso(v) if k in ("window_start", "corrected_at") else v.item() if hasattr(v, "item")
-                            else v) for k, v in row.items()}} for row in newest.to_dict("records")],
-        "late_trades": [{k: (_iso(v) if k in ("event_time", "window_start", "watermark", "detected_at")
-                             else v.item() if hasattr(v, "item") else v) for k, v in row.items()}
-                        for row in latest_late.to_dict("records")],
+        "corrections": _json_records(newest, ("window_start", "corrected_at")),
+        "late_trades": _json_records(latest_late, ("event_time", "window_start", "watermark", "detected_at")),
         "counters": {
             "corrections": int(len(corrections)),
             "late_but_counted": int(corrections["late_trades"].sum()) if not corrections.empty else 0,

@@ -272,13 +272,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # Never go backwards: a partition missing from metadata for a moment keeps its offset.
         for tp, offset in begin.items():
             latest[tp] = max(latest.get(tp, offset), offset)
-        max_rows = None
-        if ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
-            max_rows = limit.max_rows
-        elif limit is None and start is None and self.options.max_offsets_per_trigger:
-            max_rows = self.options.max_offsets_per_trigger
-        if max_rows and begin:
-            latest = cap_offsets({tp: begin.get(tp, 0) for tp in latest}, latest, max_rows)
+        if ReadMaxRows is not None and isinstance(limit, ReadMaxRows) and begin:
+            latest = cap_offsets({tp: begin.get(tp, 0) for tp in latest}, latest, limit.max_rows)
         return nest(latest)
 
     def reportLatestOffset(self):
