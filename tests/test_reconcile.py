@@ -1,0 +1,103 @@
+"""Reconciliation and backfill against the real pipeline: gold vs a batch recompute from silver,
+the difference explained by the too-late trades, and a backfill that is recorded once."""
+
+from datetime import date
+
+import pandas as pd
+import pytest
+from deltalake import DeltaTable
+
+from streaming.corrections import CORRECTIONS_TABLE
+from streaming.gold import GOLD_TABLE
+from streaming.pipeline import Pipeline
+from streaming.reconcile import BACKFILL_QUERY_ID, Reconciler, compare
+from streaming.settings import Settings
+from tests.conftest import process, trade
+
+DAY = "2026-03-02T"
+
+
+def by_window(frame: pd.DataFrame) -> dict:
+    return {row.window_start.strftime("%H:%M"): row for row in frame.itertuples()}
+
+
+def gold_row(settings, hhmm):
+    frame = DeltaTable(str(settings.table_path(GOLD_TABLE))).to_pandas()
+    return by_window(frame)[hhmm]
+
+
+@pytest.fixture
+def settings(broker, topic, tmp_path):
+    return Settings(data_dir=tmp_path / "data", bootstrap_servers=broker.bootstrap_servers, topic=topic)
+
+
+def test_reconciliation_explains_too_late_trades_and_backfill_is_recorded_once(spark, writer, settings):
+    pipeline = Pipeline(spark, settings)
+    pipeline.start()
+    reconciler = Reconciler(spark, settings)
+    try:
+        # Iteration 1: 09:00 and 09:15 windows; event time reaches 10:30 (watermark 10:00).
+        writer.send(trade("t1", "BUY", 10, 100.0, DAY + "09:00:00Z"),
+                    trade("t2", "SELL", 1, 50.0, DAY + "09:20:00Z"),
+                    trade("t3", "BUY", 1, 1.0, DAY + "10:30:00Z"))
+        process(pipeline)
+        # Iteration 2: two trades too late for 09:00 (one buy, one sell), one too late for the
+        # still-open 10:00 window (at the watermark itself), one on time for 10:30.
+        writer.send(trade("late-buy", "BUY", 2, 100.0, DAY + "09:05:00Z"),
+                    trade("late-sell", "SELL", 3, 10.0, DAY + "09:10:00Z"),
+                    trade("late-open", "BUY", 1, 9.0, DAY + "10:00:00Z"),
+                    trade("t4", "SELL", 1, 2.0, DAY + "10:31:00Z"))
+        process(pipeline)
+
+        view = by_window(reconciler.reconcile(date(2026, 3, 2)))
+        nine = view["09:00"]
+        assert (nine.buy_amount_gold, nine.buy_amount_silver) == (1000.0, 1200.0)
+        assert (nine.sell_amount_gold, nine.sell_amount_silver) == (0.0, 30.0)
+        assert (nine.trade_count_gold, nine.trade_count_silver, nine.late_trades) == (1, 3, 2)
+        assert nine.explained and not nine.matches and nine.final
+        assert view["09:15"].matches and view["10:30"].matches
+        assert not view["10:30"].final  # event time is still in it
+        ten = view["10:00"]
+        assert (ten.buy_amount_gold, ten.buy_amount_silver, ten.late_trades) == (0.0, 9.0, 1)
+        assert ten.explained and not ten.final  # the watermark (10:01) is inside it
+
+        # Backfill 09:00, 09:15 and 10:30 (already matching), 10:00 (open): only 09:00 is written.
+        report = reconciler.backfill([DAY + "09:00:00+00:00", DAY + "09:15:00+00:00", DAY + "10:00:00+00:00",
+                                      DAY + "10:30:00+00:00"])
+        assert [s[11:16] for s in report.backfilled] == ["09:00"]
+        assert [s[11:16] for s in report.already_matching] == ["09:15", "10:30"]
+        assert [s[11:16] for s in report.still_open] == ["10:00"]
+        row = gold_row(settings, "09:00")
+        assert (row.buy_amount, row.sell_amount, row.settlement_amount, row.trade_count) == (1200.0, 30.0, 1170.0, 3)
+        corrections = DeltaTable(str(settings.table_path(CORRECTIONS_TABLE))).to_pandas()
+        backfills = corrections[corrections["query_id"] == BACKFILL_QUERY_ID]
+        assert len(backfills) == 1
+        c = backfills.iloc[0]
+        assert (c.buy_amount_before, c.buy_amount_after, c.sell_amount_before, c.sell_amount_after) == \
+            (1000.0, 1200.0, 0.0, 30.0)
+        assert (c.trade_count_before, c.trade_count_after, c.late_trades) == (1, 3, 2)
+        assert by_window(reconciler.reconcile(date(2026, 3, 2)))["09:00"].matches
+
+        # Backfilling again changes nothing; nor does the stream moving on (09:00 is final).
+        again = reconciler.backfill([DAY + "09:00:00+00:00"])
+        assert again.backfilled == [] and len(again.already_matching) == 1
+        writer.send(trade("t5", "BUY", 1, 5.0, DAY + "10:40:00Z"))
+        process(pipeline)
+        corrections = DeltaTable(str(settings.table_path(CORRECTIONS_TABLE))).to_pandas()
+        assert (corrections["query_id"] == BACKFILL_QUERY_ID).sum() == 1
+        row = gold_row(settings, "09:00")
+        assert (row.buy_amount, row.sell_amount, row.trade_count) == (1200.0, 30.0, 3)
+    finally:
+        pipeline.stop()
+
+
+def test_compare_flags_a_difference_that_the_too_late_trades_do_not_explain():
+    ws = pd.Timestamp("2026-03-02T09:00:00Z")
+    window = {"window_start": [ws], "window_end": [ws + pd.Timedelta(minutes=15)]}
+    streamed = pd.DataFrame({**window, "buy_amount": [100.0], "sell_amount": [0.0], "settlement_amount": [100.0],
+                             "trade_count": [1]})
+    recomputed = streamed.assign(buy_amount=[150.0], settlement_amount=[150.0], trade_count=[2])
+    too_late = pd.DataFrame({"window_start": [ws], "trade_id": ["x"], "side": ["BUY"], "amount": [20.0]})
+    row = compare(streamed, recomputed, too_late, watermark=ws + pd.Timedelta(hours=1)).iloc[0]
+    assert row.diff_buy_amount == 50.0 and row.late_buy == 20.0
+    assert not row.explained and not row.matches and row.final
