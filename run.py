@@ -121,9 +121,10 @@ class App:
         from werkzeug.serving import make_server
 
         from dashboard.app import create_app
+        from streaming.reconcile import Reconciler
 
         s = self.settings
-        app = create_app(s.data_dir, s.refresh_ms, self.simulator, self.pipeline.status)
+        app = create_app(s.data_dir, s.refresh_ms, self.simulator, self.pipeline.status, Reconciler(self.spark, s))
         self.web = make_server(s.host, s.port, app.server, threaded=True)
         threading.Thread(target=self.web.serve_forever, name="dashboard", daemon=True).start()
         log.info("dashboard at http://%s:%d", s.host, s.port)

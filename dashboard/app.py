@@ -15,7 +15,9 @@ ASSETS = Path(__file__).resolve().parent.parent / "assets"
 
 
 def create_app(data_dir: Path, refresh_ms: int = 2000, simulator=None,
-               pipeline_status: Callable[[], list] | None = None) -> Dash:
+               pipeline_status: Callable[[], list] | None = None, reconciler=None) -> Dash:
+    """simulator, pipeline_status and reconciler are optional: without them the page shows the
+    tables, and the controls that need them say they are not available."""
     app = Dash(__name__, title="Trade Summary", assets_folder=str(ASSETS), update_title=None)
     data_dir = Path(data_dir)
     readers = {
@@ -25,10 +27,11 @@ def create_app(data_dir: Path, refresh_ms: int = 2000, simulator=None,
     }
 
     def layout():
-        enabled = simulator.enabled if simulator is not None else None
-        rate = simulator.simulation.rate if simulator is not None else None
-        return build_layout(refresh_ms, enabled, rate)
+        if simulator is None:
+            return build_layout(refresh_ms, None, reconcile_available=reconciler is not None)
+        return build_layout(refresh_ms, simulator.enabled, simulator.simulation,
+                            simulator.watermark.total_seconds() / 60, reconcile_available=reconciler is not None)
 
     app.layout = layout
-    register_callbacks(app, readers, simulator, pipeline_status)
+    register_callbacks(app, readers, simulator, pipeline_status, reconciler)
     return app

@@ -1,20 +1,27 @@
 """Callbacks. One interval callback reads the tables and status once into a dcc.Store; the
-chart and the status line are drawn from that store."""
+chart and the status line are drawn from that store. Reconciliation runs on demand into a
+second store."""
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
+from datetime import datetime, timedelta, timezone
 from typing import Callable
 
-from dash import Dash, Input, Output, State
+import pandas as pd
+from dash import Dash, Input, Output, State, ctx, no_update
 
 from dashboard import figures, ids, tables
-from dashboard.data import TableReader, snapshot_from
+from dashboard.data import TableReader, json_records, snapshot_from
+
+log = logging.getLogger(__name__)
+UNAVAILABLE = "The producer simulation is not available in this run."
 
 
 def register_callbacks(app: Dash, readers: dict[str, TableReader], simulator=None,
-                       pipeline_status: Callable[[], list] | None = None) -> None:
+                       pipeline_status: Callable[[], list] | None = None, reconciler=None) -> None:
 
     @app.callback(Output(ids.SNAPSHOT, "data"), Input(ids.TICK, "n_intervals"))
     def refresh_snapshot(_tick):
@@ -26,9 +33,10 @@ def register_callbacks(app: Dash, readers: dict[str, TableReader], simulator=Non
         }
         return snapshot
 
-    @app.callback(Output(ids.CHART, "figure"), Input(ids.SNAPSHOT, "data"), Input(ids.CHART_MODE, "value"))
-    def draw_chart(snapshot, mode):
-        return figures.summary_figure(snapshot, mode)
+    @app.callback(Output(ids.CHART, "figure"), Input(ids.SNAPSHOT, "data"), Input(ids.CHART_MODE, "value"),
+                  Input(ids.FIRST_REPORTED, "value"))
+    def draw_chart(snapshot, mode, first_reported):
+        return figures.summary_figure(snapshot, mode, first_reported="on" in (first_reported or []))
 
     @app.callback(Output(ids.STATUS_LINE, "children"), Output(ids.LATE_COUNTERS, "children"),
                   Output(ids.CORRECTIONS_FEED, "children"), Output(ids.LATE_TRADES_LIST, "children"),
@@ -41,7 +49,7 @@ def register_callbacks(app: Dash, readers: dict[str, TableReader], simulator=Non
                   Input(ids.PRODUCER_SWITCH, "value"), prevent_initial_call=True)
     def toggle_producer(value):
         if simulator is None:
-            return "The producer simulation is not available in this run."
+            return UNAVAILABLE
         simulator.set_enabled("on" in (value or []))
         return "Simulation running." if simulator.enabled else "Simulation paused."
 
@@ -50,20 +58,82 @@ def register_callbacks(app: Dash, readers: dict[str, TableReader], simulator=Non
                   prevent_initial_call=True)
     def apply_rate(_clicks, rate):
         if simulator is None:
-            return "The producer simulation is not available in this run."
+            return UNAVAILABLE
         message = validate_rate(rate)
         if message:
             return message
         simulator.configure(rate=float(rate))
         return f"Rate set to {float(rate):g} trades/s."
 
+    @app.callback(Output(ids.LATE_MESSAGE, "children"), Input(ids.LATE_APPLY, "n_clicks"),
+                  State(ids.LATE_SHARE_INPUT, "value"), State(ids.BEYOND_SHARE_INPUT, "value"),
+                  State(ids.MAX_LATENESS_INPUT, "value"), prevent_initial_call=True)
+    def apply_late_knobs(_clicks, late_percent, beyond_percent, max_minutes):
+        if simulator is None:
+            return UNAVAILABLE
+        watermark_minutes = simulator.watermark.total_seconds() / 60
+        knobs = late_knobs(late_percent, beyond_percent, max_minutes, watermark_minutes)
+        if isinstance(knobs, str):
+            return knobs
+        simulator.configure(**knobs)
+        return (f"{late_percent:g} % of trades late, {beyond_percent:g} % of those beyond the watermark, "
+                f"the others up to {max_minutes:g} min late.")
+
+    @app.callback(Output(ids.RECONCILE_RESULT, "data"), Output(ids.RECONCILE_MESSAGE, "children"),
+                  Input(ids.RECONCILE_CHECK, "n_clicks"), Input(ids.BACKFILL_APPLY, "n_clicks"),
+                  State(ids.BACKFILL_CHOICE, "value"), State(ids.SNAPSHOT, "data"), prevent_initial_call=True)
+    def reconcile(_check, _backfill, chosen, snapshot):
+        if reconciler is None:
+            return no_update, "Reconciliation is not available in this run."
+        windows = (snapshot or {}).get("windows") or []
+        if not windows:
+            return None, "Nothing to reconcile yet: the chart has no windows."
+        message = ""
+        try:
+            if ctx.triggered_id == ids.BACKFILL_APPLY:
+                if not chosen:
+                    return no_update, "Choose the windows to backfill first."
+                message = reconciler.backfill(chosen).message() + " "
+            day = pd.Timestamp(windows[0]["window_start"]).date()
+            frame = reconciler.reconcile(day)
+        except Exception as exc:  # noqa: BLE001 - shown on the page; the dashboard keeps running
+            log.exception("reconciliation failed")
+            return no_update, f"Reconciliation failed: {exc}"
+        checked_at = datetime.now(timezone.utc).isoformat()
+        result = {"day": day.isoformat(), "checked_at": checked_at,
+                  "windows": json_records(frame, ("window_start", "window_end"))}
+        return result, message + f"Checked {len(frame)} windows at {checked_at[11:19]} UTC."
+
+    @app.callback(Output(ids.RECONCILE_TABLE, "children"), Output(ids.BACKFILL_CHOICE, "options"),
+                  Output(ids.BACKFILL_CHOICE, "value"), Input(ids.RECONCILE_RESULT, "data"))
+    def draw_reconciliation(result):
+        return tables.reconciliation_table(result), tables.backfill_options(result), []
+
 
 def validate_rate(rate) -> str | None:
     """A message for an unusable rate, or None when it is fine."""
-    try:
-        value = float(rate)
-    except (TypeError, ValueError):
-        return "Enter a rate between 0.1 and 100,000 trades per second."
-    if math.isnan(value) or not 0.1 <= value <= 100_000:
+    value = _number(rate)
+    if value is None or not 0.1 <= value <= 100_000:
         return "Enter a rate between 0.1 and 100,000 trades per second."
     return None
+
+
+def _number(value) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number
+
+
+def late_knobs(late_percent, beyond_percent, max_minutes, watermark_minutes: float) -> dict | str:
+    """Simulator knobs from the page's inputs, or a message saying what is wrong."""
+    late, beyond, lateness = _number(late_percent), _number(beyond_percent), _number(max_minutes)
+    if late is None or not 0 <= late <= 100:
+        return "Enter the late share as a percentage between 0 and 100."
+    if beyond is None or not 0 <= beyond <= 100:
+        return "Enter the beyond-watermark share as a percentage between 0 and 100."
+    if lateness is None or not 0 < lateness < watermark_minutes:
+        return f"Enter how late (minutes) as more than 0 and less than the watermark, {watermark_minutes:g} minutes."
+    return {"late_share": late / 100, "beyond_watermark_share": beyond / 100,
+            "max_lateness": timedelta(minutes=lateness)}

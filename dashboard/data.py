@@ -56,10 +56,22 @@ def _iso(value) -> str | None:
     return None if value is None or pd.isna(value) else pd.Timestamp(value).isoformat()
 
 
-def _json_records(frame: pd.DataFrame, time_columns: tuple[str, ...]) -> list[dict]:
+def json_records(frame: pd.DataFrame, time_columns: tuple[str, ...]) -> list[dict]:
     """Rows as plain JSON values: times as ISO strings, numpy scalars as Python numbers."""
     return [{k: _iso(v) if k in time_columns else v.item() if hasattr(v, "item") else v for k, v in row.items()}
             for row in frame.to_dict("records")]
+
+
+MEASURES = ("buy_amount", "sell_amount", "settlement_amount", "trade_count")
+
+
+def first_reported(corrections: pd.DataFrame) -> dict[pd.Timestamp, pd.Series]:
+    """window_start -> its earliest correction: the '_before' values are what the chart first
+    showed as the complete window."""
+    if corrections.empty:
+        return {}
+    earliest = corrections.sort_values(["corrected_at", "batch_id"]).drop_duplicates("window_start")
+    return {pd.Timestamp(row["window_start"]): row for _, row in earliest.iterrows()}
 
 
 def snapshot_from(gold: pd.DataFrame, corrections: pd.DataFrame | None = None,
@@ -67,9 +79,11 @@ def snapshot_from(gold: pd.DataFrame, corrections: pd.DataFrame | None = None,
     """The JSON-able snapshot kept in the browser's dcc.Store: the current day's windows, the
     corrections and too-late trades (newest first) and their counters."""
     day = trading_day(gold)
+    corrections = corrections if corrections is not None else pd.DataFrame(columns=CORRECTION_COLUMNS)
+    first = first_reported(corrections)
     records = []
     for row in day.itertuples(index=False):
-        records.append({
+        record = {
             "window_start": pd.Timestamp(row.window_start).isoformat(),
             "window_end": pd.Timestamp(row.window_end).isoformat(),
             "buy_amount": float(row.buy_amount),
@@ -77,16 +91,20 @@ def snapshot_from(gold: pd.DataFrame, corrections: pd.DataFrame | None = None,
             "settlement_amount": float(row.settlement_amount),
             "trade_count": int(row.trade_count),
             "revision": int(row.revision),
-        })
-    corrections = corrections if corrections is not None else pd.DataFrame(columns=CORRECTION_COLUMNS)
+        }
+        before = first.get(pd.Timestamp(row.window_start))
+        for measure in MEASURES:
+            value = before[f"{measure}_before"] if before is not None else record[measure]
+            record[f"{measure}_first"] = int(value) if measure == "trade_count" else float(value)
+        records.append(record)
     late_trades = late_trades if late_trades is not None else pd.DataFrame(columns=LATE_TRADE_COLUMNS)
     newest = corrections.sort_values(["corrected_at", "window_start"], ascending=False).head(FEED_ROWS)
     latest_late = late_trades.sort_values("detected_at", ascending=False).head(FEED_ROWS)
     return {
         "windows": records,
         "last_update": None if gold.empty else _iso(gold["updated_at"].max()),
-        "corrections": _json_records(newest, ("window_start", "corrected_at")),
-        "late_trades": _json_records(latest_late, ("event_time", "window_start", "watermark", "detected_at")),
+        "corrections": json_records(newest, ("window_start", "corrected_at")),
+        "late_trades": json_records(latest_late, ("event_time", "window_start", "watermark", "detected_at")),
         "counters": {
             "corrections": int(len(corrections)),
             "late_but_counted": int(corrections["late_trades"].sum()) if not corrections.empty else 0,

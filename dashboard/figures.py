@@ -21,12 +21,29 @@ def windows_frame(snapshot: dict | None) -> pd.DataFrame:
     return frame.sort_values("window_start").reset_index(drop=True)
 
 
+AMOUNTS = ("buy_amount", "sell_amount", "settlement_amount")
+
+
 def running_totals(frame: pd.DataFrame) -> pd.DataFrame:
-    """Cumulative buy, sell and settlement over the day, window by window."""
+    """Cumulative buy, sell and settlement over the day, window by window (as first reported too)."""
     out = frame.copy()
-    for column in ("buy_amount", "sell_amount", "settlement_amount"):
-        out[column] = frame[column].cumsum()
+    for column in [*AMOUNTS, *(f"{a}_first" for a in AMOUNTS)]:
+        if column in frame:
+            out[column] = frame[column].cumsum()
     return out
+
+
+def first_reported_traces(frame: pd.DataFrame, hover: str) -> list[go.Scatter]:
+    """Faint dashed lines of the values the chart first showed for each window, before any
+    late trade corrected them."""
+    return [
+        go.Scatter(x=frame["window_start"], y=frame[f"{measure}_first"], name=f"{label} as first reported",
+                   mode="lines", legendgroup="first-reported", opacity=0.5,
+                   line=dict(color=color, width=1.5, dash="dash"), hovertemplate=hover)
+        for label, measure, color in (("Buy", "buy_amount", BUY_COLOR), ("Sell", "sell_amount", SELL_COLOR),
+                                      ("Settlement", "settlement_amount", SETTLEMENT_COLOR))
+        if f"{measure}_first" in frame
+    ]
 
 
 def empty_figure(message: str) -> go.Figure:
@@ -55,8 +72,9 @@ def current_watermark(snapshot: dict | None) -> pd.Timestamp | None:
     return pd.Timestamp(max(marks)) if marks else None
 
 
-def summary_figure(snapshot: dict | None, mode: str = ids.MODE_WINDOW) -> go.Figure:
-    """The trade summary chart: total buy, total sell and settlement per window (or running)."""
+def summary_figure(snapshot: dict | None, mode: str = ids.MODE_WINDOW, first_reported: bool = False) -> go.Figure:
+    """The trade summary chart: total buy, total sell and settlement per window (or running),
+    optionally with the values as first reported beside the corrected ones."""
     frame = windows_frame(snapshot)
     if frame.empty:
         return empty_figure("Waiting for the first trades… the chart fills as windows are processed.")
@@ -72,6 +90,8 @@ def summary_figure(snapshot: dict | None, mode: str = ids.MODE_WINDOW) -> go.Fig
         go.Scatter(x=x, y=frame["settlement_amount"], name="Settlement (buy − sell)", mode="lines+markers",
                    line=dict(color=SETTLEMENT_COLOR, width=2, dash="dot"), hovertemplate=hover),
     ])
+    if first_reported:
+        fig.add_traces(first_reported_traces(frame, hover))
     # Corrected windows: a marker on the buy line whose hover tells what changed.
     latest = {}
     for correction in (snapshot or {}).get("corrections", []):  # newest first

@@ -16,3 +16,18 @@ LATE_COUNTERS = "late-counters"
 
 MODE_WINDOW = "window"
 MODE_RUNNING = "running"
+
+FIRST_REPORTED = "first-reported-toggle"
+
+LATE_SHARE_INPUT = "late-share-input"
+BEYOND_SHARE_INPUT = "beyond-watermark-share-input"
+MAX_LATENESS_INPUT = "max-lateness-input"
+LATE_APPLY = "late-apply"
+LATE_MESSAGE = "late-message"
+
+RECONCILE_CHECK = "reconcile-check"
+RECONCILE_RESULT = "reconcile-result"
+RECONCILE_TABLE = "reconcile-table"
+BACKFILL_CHOICE = "backfill-choice"
+BACKFILL_APPLY = "backfill-apply"
+RECONCILE_MESSAGE = "reconcile-message"

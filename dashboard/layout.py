@@ -5,10 +5,56 @@ from __future__ import annotations
 from dash import dcc, html
 
 from dashboard import ids
+from streaming.settings import Simulation
 
 
-def build_layout(refresh_ms: int, producer_enabled: bool | None, rate: float | None):
+def _number(id_: str, value, low: float, high: float, step: float, disabled: bool) -> dcc.Input:
+    return dcc.Input(id=id_, type="number", min=low, max=high, step=step, value=value, disabled=disabled,
+                     debounce=True, className="number-input")
+
+
+def late_trade_controls(simulation: Simulation | None, watermark_minutes: float | None) -> html.Fieldset:
+    """The simulator's late-trade knobs, in percent and market minutes."""
+    disabled = simulation is None
+    late = beyond = max_minutes = None
+    if simulation is not None:
+        late, beyond = round(simulation.late_share * 100, 2), round(simulation.beyond_watermark_share * 100, 2)
+        lateness = simulation.max_lateness
+        max_minutes = round(lateness.total_seconds() / 60 if lateness else 0.9 * watermark_minutes, 1)
+    return html.Fieldset(className="control-group", children=[
+        html.Legend("Late trades"),
+        html.Label(["Late ", _number(ids.LATE_SHARE_INPUT, late, 0, 100, 0.5, disabled), " % of trades"]),
+        html.Label(["of which beyond the watermark ",
+                    _number(ids.BEYOND_SHARE_INPUT, beyond, 0, 100, 1, disabled), " %"]),
+        html.Label(["the others late by up to ",
+                    _number(ids.MAX_LATENESS_INPUT, max_minutes, 0.1, watermark_minutes, 0.5, disabled),
+                    f" min (watermark {watermark_minutes:g} min)" if watermark_minutes else " min"]),
+        html.Button("Apply", id=ids.LATE_APPLY, n_clicks=0, disabled=disabled),
+        html.Span(id=ids.LATE_MESSAGE, className="control-message", role="status"),
+    ])
+
+
+def reconciliation_panel(available: bool) -> html.Section:
+    return html.Section(className="panel reconcile", children=[
+        html.H2("Reconciliation: streaming gold against a batch recompute from silver"),
+        html.P("Silver keeps every valid trade, also those too late for the watermark; the difference per window "
+               "should be exactly its too-late trades. Backfill sets chosen final windows to silver's values "
+               "and records each as a correction.", className="empty-note"),
+        html.Div(className="reconcile-actions", children=[
+            html.Button("Check against silver", id=ids.RECONCILE_CHECK, n_clicks=0, disabled=not available),
+            html.Button("Backfill selected windows", id=ids.BACKFILL_APPLY, n_clicks=0, disabled=not available),
+            html.Span(id=ids.RECONCILE_MESSAGE, className="control-message", role="status",
+                      children=None if available else "Not available in this run."),
+        ]),
+        dcc.Checklist(id=ids.BACKFILL_CHOICE, className="backfill-choice", options=[], value=[], inline=True),
+        html.Div(id=ids.RECONCILE_TABLE),
+    ])
+
+
+def build_layout(refresh_ms: int, producer_enabled: bool | None, simulation: Simulation | None = None,
+                 watermark_minutes: float | None = None, reconcile_available: bool = False):
     producer_available = producer_enabled is not None
+    rate = simulation.rate if simulation is not None else None
     return html.Div(className="page", children=[
         html.Header(className="header", children=[
             html.H1("Trade Summary"),
@@ -38,7 +84,10 @@ def build_layout(refresh_ms: int, producer_enabled: bool | None, rate: float | N
                     options=[{"label": " Per window", "value": ids.MODE_WINDOW},
                              {"label": " Running total over the day", "value": ids.MODE_RUNNING}],
                 ),
+                dcc.Checklist(id=ids.FIRST_REPORTED, className="switch", value=[],
+                              options=[{"label": " Show as first reported", "value": "on"}]),
             ]),
+            late_trade_controls(simulation, watermark_minutes),
         ]),
         dcc.Graph(id=ids.CHART, className="chart", config={"displaylogo": False}),
         html.Div(id=ids.LATE_COUNTERS, className="status-line late-counters"),
@@ -48,6 +97,8 @@ def build_layout(refresh_ms: int, producer_enabled: bool | None, rate: float | N
             html.Div(className="panel", children=[html.H2("Too late to count"),
                                                   html.Div(id=ids.LATE_TRADES_LIST)]),
         ]),
+        reconciliation_panel(reconcile_available),
         dcc.Store(id=ids.SNAPSHOT),
+        dcc.Store(id=ids.RECONCILE_RESULT),
         dcc.Interval(id=ids.TICK, interval=refresh_ms, n_intervals=0),
     ])

@@ -42,3 +42,48 @@ def late_counters(snapshot: dict | None) -> str:
     return (f"{counters.get('corrections', 0):,} corrections · "
             f"{counters.get('late_but_counted', 0):,} late but counted · "
             f"{counters.get('too_late', 0):,} too late to count")
+
+
+def _signed(value: float) -> str:
+    return f"{value:+,.2f}"
+
+
+def reconcile_status(window: dict) -> str:
+    if window["matches"]:
+        return "matches silver"
+    n = window["late_trades"]
+    open_note = "" if window["final"] else " (window still open)"
+    if window["explained"]:
+        return f"explained by {n} too-late trade{'s' if n != 1 else ''}{open_note}"
+    return f"not explained by the too-late trades{open_note}: the stream may still be catching up"
+
+
+def reconciliation_table(result: dict | None):
+    """Windows that differ first, then a count of those that match."""
+    if not result:
+        return html.P("Press “Check against silver” to compare the chart with a batch recompute.",
+                      className="empty-note")
+    windows = result["windows"]
+    differing = [w for w in windows if not w["matches"]]
+    rows = [[w["window_start"][11:16],
+             _change(w["buy_amount_gold"], w["buy_amount_silver"]), _change(w["sell_amount_gold"], w["sell_amount_silver"]),
+             f"{w['trade_count_gold']:,} → {w['trade_count_silver']:,}",
+             f"{w['late_trades']:,} ({_signed(w['late_buy'])} buy, {_signed(w['late_sell'])} sell)",
+             reconcile_status(w)]
+            for w in differing]
+    summary = html.P(f"{len(windows) - len(differing)} of {len(windows)} windows of {result['day']} match silver "
+                     f"(checked at {result['checked_at'][11:19]} UTC).", className="reconcile-summary")
+    return [summary, _table(["Window", "Buy gold → silver", "Sell gold → silver", "Trades", "Too-late trades",
+                             "Difference"], rows, "Every window matches silver.")]
+
+
+def backfill_options(result: dict | None) -> list[dict]:
+    """A choice per differing window; open windows are shown but cannot be chosen."""
+    options = []
+    for w in (result or {}).get("windows", []):
+        if w["matches"]:
+            continue
+        label = (f" {w['window_start'][11:16]}: buy {_signed(w['diff_buy_amount'])}, sell {_signed(w['diff_sell_amount'])}"
+                 + ("" if w["final"] else " (open)"))
+        options.append({"label": label, "value": w["window_start"], "disabled": not w["final"]})
+    return options

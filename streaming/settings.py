@@ -79,6 +79,7 @@ class Simulation:
     clock_speed: float = 60.0  # market seconds per wall-clock second
     late_share: float = 0.05  # share of trades sent late
     beyond_watermark_share: float = 0.2  # of the late ones, the share later than the watermark
+    max_lateness: timedelta | None = None  # how late the others are at most (None: 90% of the watermark)
     duplicate_share: float = 0.01
     malformed_share: float = 0.0
     seed: int | None = None
@@ -273,6 +274,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="share of trades sent late (default: %(default)s)")
     sim.add_argument("--beyond-watermark-share", type=_share, default=Simulation.beyond_watermark_share,
                      metavar="SHARE", help="of the late trades, the share later than the watermark (default: %(default)s)")
+    sim.add_argument("--max-lateness", type=_argtype(parse_duration), metavar="DURATION",
+                     help="how late a late trade within the watermark is at most, in market time "
+                          "(default: 90%% of the watermark)")
     sim.add_argument("--duplicate-share", type=_share, default=Simulation.duplicate_share, metavar="SHARE",
                      help="share of trades delivered twice (default: %(default)s)")
     sim.add_argument("--malformed-share", type=_share, default=Simulation.malformed_share, metavar="SHARE",
@@ -323,6 +327,10 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None
     for name, value in environ.items():
         if name.startswith(KAFKA_ENV_PREFIX):
             kafka_options[name[len(KAFKA_ENV_PREFIX):].lower().replace("_", ".")] = value
+    if ns.max_lateness is not None and not timedelta(0) < ns.max_lateness < ns.watermark:
+        minutes = lambda d: f"{d.total_seconds() / 60:g} minutes"  # noqa: E731
+        raise UsageError(f"--max-lateness {minutes(ns.max_lateness)} must be shorter than the watermark "
+                         f"({minutes(ns.watermark)}); later trades are the beyond-watermark ones")
     bootstrap = ns.bootstrap_servers or kafka_options.pop("bootstrap.servers", None)
     if bootstrap and ns.bootstrap_servers is None:
         bootstrap = _bootstrap(bootstrap)
@@ -349,6 +357,7 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None
             clock_speed=ns.clock_speed,
             late_share=ns.late_share,
             beyond_watermark_share=ns.beyond_watermark_share,
+            max_lateness=ns.max_lateness,
             duplicate_share=ns.duplicate_share,
             malformed_share=ns.malformed_share,
         ),

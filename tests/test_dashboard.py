@@ -1,20 +1,19 @@
 """Dashboard: data access, figures and the registered callbacks, from a fixture gold table."""
 
-import base64
 import json
 from datetime import datetime, timedelta, timezone
 
-import numpy as np
 import pyarrow as pa
 import pytest
 
 from dashboard import ids
 from dashboard.app import create_app
-from dashboard.callbacks import validate_rate
+from dashboard.callbacks import late_knobs, validate_rate
 from dashboard.data import GOLD_COLUMNS, TableReader, snapshot_from
 from dashboard.figures import BUY_COLOR, SELL_COLOR, SETTLEMENT_COLOR, summary_figure
 from streaming.delta_sink import publish
 from streaming.gold import GOLD_SCHEMA, GOLD_TABLE
+from tests.dash_client import call, decode
 
 UTC = timezone.utc
 
@@ -77,19 +76,8 @@ def test_the_table_is_reread_only_when_its_version_changes(tmp_path):
     assert reader.read() is first
 
 
-def decode(values):
-    """Plotly sends numeric arrays as base64 typed arrays."""
-    if isinstance(values, dict) and "bdata" in values:
-        return np.frombuffer(base64.b64decode(values["bdata"]), dtype=values["dtype"]).tolist()
-    return list(values)
-
-
 def dash_post(client, output, inputs):
-    payload = {"output": output, "outputs": {"id": output.split(".")[0], "property": output.split(".")[1]},
-               "inputs": inputs, "changedPropIds": [f"{inputs[0]['id']}.{inputs[0]['property']}"], "state": []}
-    response = client.post("/_dash-update-component", json=payload)
-    assert response.status_code == 200, response.data
-    return response.get_json()["response"]
+    return call(client, [output], {f"{i['id']}.{i['property']}": i["value"] for i in inputs})
 
 
 def test_registered_callbacks_build_three_traces_from_the_gold_table(tmp_path):
@@ -101,7 +89,8 @@ def test_registered_callbacks_build_three_traces_from_the_gold_table(tmp_path):
                          [{"id": ids.TICK, "property": "n_intervals", "value": 1}])[ids.SNAPSHOT]["data"]
     figure = dash_post(client, f"{ids.CHART}.figure",
                        [{"id": ids.SNAPSHOT, "property": "data", "value": snapshot},
-                        {"id": ids.CHART_MODE, "property": "value", "value": ids.MODE_WINDOW}])[ids.CHART]["figure"]
+                        {"id": ids.CHART_MODE, "property": "value", "value": ids.MODE_WINDOW},
+                        {"id": ids.FIRST_REPORTED, "property": "value", "value": []}])[ids.CHART]["figure"]
     assert [t["name"] for t in figure["data"]] == ["Total buy", "Total sell", "Settlement (buy − sell)"]
     assert decode(figure["data"][1]["y"]) == [400.0, 700.0, 0.0]
 
@@ -167,21 +156,82 @@ def test_callbacks_mark_corrections_list_too_late_trades_and_draw_the_watermark(
 
     figure = dash_post(client, f"{ids.CHART}.figure",
                        [{"id": ids.SNAPSHOT, "property": "data", "value": snapshot},
-                        {"id": ids.CHART_MODE, "property": "value", "value": ids.MODE_WINDOW}])[ids.CHART]["figure"]
+                        {"id": ids.CHART_MODE, "property": "value", "value": ids.MODE_WINDOW},
+                        {"id": ids.FIRST_REPORTED, "property": "value", "value": []}])[ids.CHART]["figure"]
     marker = next(t for t in figure["data"] if t["name"] == "Corrected by late trades")
     assert marker["hovertext"] == ["09:15 window: buy 200.00 → 230.00 at 10:31:05 UTC, 1 late trade"]
     assert any(shape["type"] == "line" and shape["x0"].startswith("2026-03-02T09:40")
                for shape in figure["layout"]["shapes"])
 
-    feeds = client.post("/_dash-update-component", json={
-        "output": f"..{ids.STATUS_LINE}.children...{ids.LATE_COUNTERS}.children...{ids.CORRECTIONS_FEED}.children"
-                  f"...{ids.LATE_TRADES_LIST}.children..",
-        "outputs": [{"id": i, "property": "children"} for i in
-                    (ids.STATUS_LINE, ids.LATE_COUNTERS, ids.CORRECTIONS_FEED, ids.LATE_TRADES_LIST)],
-        "inputs": [{"id": ids.SNAPSHOT, "property": "data", "value": snapshot}],
-        "changedPropIds": [f"{ids.SNAPSHOT}.data"], "state": []}).get_json()["response"]
+    feeds = call(client, [f"{i}.children" for i in (ids.STATUS_LINE, ids.LATE_COUNTERS, ids.CORRECTIONS_FEED,
+                                                    ids.LATE_TRADES_LIST)], {f"{ids.SNAPSHOT}.data": snapshot})
     text = json.dumps(feeds)
     assert "1 late but counted" in text and "1 too late to count" in text
     assert "200.00 \\u2192 230.00" in text and "09:15" in text  # the feed row
     assert "t7-abcdef" in text and "55.0 min" in text  # the too-late list
     assert "Watermark 2026-03-02 09:40" in text
+
+
+def chart(client, snapshot, first_reported: bool, mode=ids.MODE_WINDOW):
+    return call(client, [f"{ids.CHART}.figure"], {
+        f"{ids.SNAPSHOT}.data": snapshot, f"{ids.CHART_MODE}.value": mode,
+        f"{ids.FIRST_REPORTED}.value": ["on"] if first_reported else []})[ids.CHART]["figure"]
+
+
+def test_first_reported_toggle_shows_the_values_before_the_first_correction(tmp_path):
+    # 09:15 was first reported with buy 200 and corrected to 230 by a late trade.
+    write_gold(tmp_path, [("09:00", 1000.0, 400.0, 3), ("09:15", 230.0, 700.0, 3), ("09:30", 50.0, 0.0, 1)])
+    write_corrections_and_late_trades(tmp_path)
+    client = create_app(tmp_path).server.test_client()
+    snapshot = call(client, [f"{ids.SNAPSHOT}.data"], {f"{ids.TICK}.n_intervals": 1})[ids.SNAPSHOT]["data"]
+
+    plain = chart(client, snapshot, first_reported=False)
+    assert not [t for t in plain["data"] if "first reported" in t["name"]]
+
+    figure = chart(client, snapshot, first_reported=True)
+    traces = {t["name"]: t for t in figure["data"]}
+    assert decode(traces["Total buy"]["y"]) == [1000.0, 230.0, 50.0]
+    assert decode(traces["Buy as first reported"]["y"]) == [1000.0, 200.0, 50.0]
+    assert decode(traces["Settlement as first reported"]["y"]) == [600.0, -500.0, 50.0]
+    assert traces["Buy as first reported"]["line"]["dash"] == "dash"
+
+    running = {t["name"]: t for t in chart(client, snapshot, True, ids.MODE_RUNNING)["data"]}
+    assert decode(running["Buy as first reported"]["y"]) == [1000.0, 1200.0, 1250.0]
+
+
+@pytest.mark.parametrize("late, beyond, minutes, message", [
+    (5, 20, 27, None), (0, 0, 0.5, None), (101, 20, 27, "late share"), (5, -1, 27, "beyond-watermark"),
+    (5, 20, 30, "less than the watermark"), ("x", 20, 27, "late share"), (5, 20, None, "less than the watermark"),
+])
+def test_late_trade_knobs_are_validated_with_a_message(late, beyond, minutes, message):
+    knobs = late_knobs(late, beyond, minutes, watermark_minutes=30)
+    if message is None:
+        assert knobs["max_lateness"] == timedelta(minutes=minutes)
+    else:
+        assert message in knobs
+
+
+def test_late_trade_controls_on_the_page_change_the_running_simulator(broker, tmp_path):
+    from streaming.producer import TradeSimulator
+    from streaming.settings import Simulation
+
+    simulator = TradeSimulator({"bootstrap.servers": broker.bootstrap_servers}, "unused", Simulation(),
+                               timedelta(minutes=15), timedelta(minutes=30),
+                               market_start=datetime(2026, 3, 2, 9, tzinfo=UTC), enabled=False)
+    try:
+        client = create_app(tmp_path, simulator=simulator).server.test_client()
+        page = client.get("/_dash-layout").get_json()
+        assert ids.LATE_SHARE_INPUT in json.dumps(page) and "watermark 30 min" in json.dumps(page)
+
+        def apply(late, beyond, minutes):
+            return call(client, [f"{ids.LATE_MESSAGE}.children"], {f"{ids.LATE_APPLY}.n_clicks": 1}, {
+                f"{ids.LATE_SHARE_INPUT}.value": late, f"{ids.BEYOND_SHARE_INPUT}.value": beyond,
+                f"{ids.MAX_LATENESS_INPUT}.value": minutes})[ids.LATE_MESSAGE]["children"]
+
+        assert "30 % of trades late" in apply(30, 50, 10)
+        sim = simulator.simulation
+        assert (sim.late_share, sim.beyond_watermark_share, sim.max_lateness) == (0.3, 0.5, timedelta(minutes=10))
+        assert "less than the watermark" in apply(30, 50, 45)
+        assert simulator.simulation.max_lateness == timedelta(minutes=10)  # unchanged
+    finally:
+        simulator.stop()

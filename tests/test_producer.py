@@ -51,3 +51,10 @@ def test_late_delays_land_within_or_beyond_the_watermark_as_asked():
     beyond = [late_delay(rng, window, watermark, beyond_share=1.0) for _ in range(500)]
     assert all(window <= d < watermark for d in within)
     assert all(d > watermark for d in beyond)
+
+
+def test_late_delays_within_the_watermark_respect_the_maximum_lateness():
+    rng = random.Random(2)
+    window, watermark = timedelta(minutes=15), timedelta(minutes=30)
+    delays = [late_delay(rng, window, watermark, 0.0, max_lateness=timedelta(minutes=10)) for _ in range(500)]
+    assert all(timedelta(minutes=5) <= d <= timedelta(minutes=10) for d in delays)

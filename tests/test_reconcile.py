@@ -1,18 +1,22 @@
 """Reconciliation and backfill against the real pipeline: gold vs a batch recompute from silver,
 the difference explained by the too-late trades, and a backfill that is recorded once."""
 
+import json
 from datetime import date
 
 import pandas as pd
 import pytest
 from deltalake import DeltaTable
 
+from dashboard import ids
+from dashboard.app import create_app
 from streaming.corrections import CORRECTIONS_TABLE
 from streaming.gold import GOLD_TABLE
 from streaming.pipeline import Pipeline
 from streaming.reconcile import BACKFILL_QUERY_ID, Reconciler, compare
 from streaming.settings import Settings
 from tests.conftest import process, trade
+from tests.dash_client import call
 
 DAY = "2026-03-02T"
 
@@ -61,6 +65,21 @@ def test_reconciliation_explains_too_late_trades_and_backfill_is_recorded_once(s
         assert (ten.buy_amount_gold, ten.buy_amount_silver, ten.late_trades) == (0.0, 9.0, 1)
         assert ten.explained and not ten.final  # the watermark (10:01) is inside it
 
+        # The page shows the same through its own callbacks; 10:00 cannot be chosen while open.
+        client = create_app(settings.data_dir, reconciler=reconciler).server.test_client()
+        snapshot = call(client, [f"{ids.SNAPSHOT}.data"], {f"{ids.TICK}.n_intervals": 1})[ids.SNAPSHOT]["data"]
+        checked = call(client, [f"{ids.RECONCILE_RESULT}.data", f"{ids.RECONCILE_MESSAGE}.children"],
+                       {f"{ids.RECONCILE_CHECK}.n_clicks": 1, f"{ids.BACKFILL_APPLY}.n_clicks": 0},
+                       {f"{ids.BACKFILL_CHOICE}.value": [], f"{ids.SNAPSHOT}.data": snapshot})
+        result = checked[ids.RECONCILE_RESULT]["data"]
+        assert "Checked 4 windows" in checked[ids.RECONCILE_MESSAGE]["children"]
+        drawn = call(client, [f"{ids.RECONCILE_TABLE}.children", f"{ids.BACKFILL_CHOICE}.options",
+                              f"{ids.BACKFILL_CHOICE}.value"], {f"{ids.RECONCILE_RESULT}.data": result})
+        options = drawn[ids.BACKFILL_CHOICE]["options"]
+        assert [(o["value"][11:16], o["disabled"]) for o in options] == [("09:00", False), ("10:00", True)]
+        assert "2 of 4 windows of 2026-03-02 match silver" in json.dumps(drawn)
+        assert "explained by 2 too-late trades" in json.dumps(drawn)
+
         # Backfill 09:00, 09:15 and 10:30 (already matching), 10:00 (open): only 09:00 is written.
         report = reconciler.backfill([DAY + "09:00:00+00:00", DAY + "09:15:00+00:00", DAY + "10:00:00+00:00",
                                       DAY + "10:30:00+00:00"])
@@ -78,9 +97,11 @@ def test_reconciliation_explains_too_late_trades_and_backfill_is_recorded_once(s
         assert (c.trade_count_before, c.trade_count_after, c.late_trades) == (1, 3, 2)
         assert by_window(reconciler.reconcile(date(2026, 3, 2)))["09:00"].matches
 
-        # Backfilling again changes nothing; nor does the stream moving on (09:00 is final).
-        again = reconciler.backfill([DAY + "09:00:00+00:00"])
-        assert again.backfilled == [] and len(again.already_matching) == 1
+        # Backfilling again (from the page) changes nothing; nor does the stream moving on (09:00 is final).
+        again = call(client, [f"{ids.RECONCILE_RESULT}.data", f"{ids.RECONCILE_MESSAGE}.children"],
+                     {f"{ids.BACKFILL_APPLY}.n_clicks": 1, f"{ids.RECONCILE_CHECK}.n_clicks": 1},
+                     {f"{ids.BACKFILL_CHOICE}.value": [options[0]["value"]], f"{ids.SNAPSHOT}.data": snapshot})
+        assert "Already matching silver: 09:00." in again[ids.RECONCILE_MESSAGE]["children"]
         writer.send(trade("t5", "BUY", 1, 5.0, DAY + "10:40:00Z"))
         process(pipeline)
         corrections = DeltaTable(str(settings.table_path(CORRECTIONS_TABLE))).to_pandas()

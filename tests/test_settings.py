@@ -84,3 +84,9 @@ def test_kafka_client_settings_come_from_a_file_or_the_environment_and_secrets_a
 def test_missing_kafka_config_file_is_a_usage_error(tmp_path):
     with pytest.raises(UsageError, match="cannot read --kafka-config"):
         parse_settings(["--kafka-config", str(tmp_path / "missing.properties")])
+
+
+def test_max_lateness_must_stay_within_the_watermark():
+    assert parse_settings(["--max-lateness", "20 minutes"]).simulation.max_lateness == timedelta(minutes=20)
+    with pytest.raises(UsageError, match="--max-lateness 45 minutes must be shorter than the watermark"):
+        parse_settings(["--max-lateness", "45 minutes"])
