@@ -49,6 +49,14 @@ def read_offset_log(checkpoint: Path, batch_id: int) -> tuple[int, dict[tuple[st
     return int(metadata.get("batchWatermarkMs", 0)), ends
 
 
+
+def committed_offsets(checkpoint: Path) -> dict[tuple[str, int], int]:
+    """End offsets of the query's last committed batch: everything before them is fully written."""
+    commits = Path(checkpoint) / "commits"
+    done = [int(p.name) for p in commits.iterdir() if p.name.isdigit()] if commits.exists() else []
+    entry = read_offset_log(checkpoint, max(done)) if done else None
+    return entry[1] if entry else {}
+
 def batch_ledger(checkpoint: Path, query_id: str, batch_id: int) -> pa.Table:
     """The ledger rows of one batch: the offset ranges it read and the watermark it used."""
     current = read_offset_log(checkpoint, batch_id)

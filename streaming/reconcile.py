@@ -5,7 +5,11 @@ Silver holds every valid trade once, including those too late for the watermark,
 streaming aggregate left out. So for each window, silver minus gold is exactly the window's
 too-late trades (gold/late_trades), and `compare` says whether it is.
 
-The recompute is the streaming logic itself (`gold.trade_summary`) run on a batch of silver.
+The recompute is the streaming logic itself (`gold.trade_summary`) run on a batch of silver,
+cut at the Kafka offsets gold has read (from the batch-watermark ledger, read under the gold
+lock), and only once the bronze/silver query has committed up to them: the two queries run
+at their own pace, and comparing them at different offsets would show differences that are
+only timing.
 
 A backfill writes silver's values into gold, only for final windows (window_end <= the gold
 query's watermark): Spark has dropped their state, so the stream never rewrites them. Each
@@ -16,6 +20,8 @@ correction key (backfill, the window's revision before, window_start).
 
 from __future__ import annotations
 
+import functools
+import operator
 import time
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
@@ -30,7 +36,8 @@ from pyspark.sql import SparkSession
 from streaming import gold, silver
 from streaming.corrections import CORRECTIONS_KEYS, CORRECTIONS_SCHEMA, CORRECTIONS_TABLE
 from streaming.delta_sink import checkpoint_query_id, open_table, publish
-from streaming.lateness import BATCH_WATERMARKS_TABLE, LATE_TRADES_SCHEMA, LATE_TRADES_TABLE
+from streaming.lateness import BATCH_WATERMARKS_TABLE, LATE_TRADES_SCHEMA, LATE_TRADES_TABLE, committed_offsets
+from streaming.pipeline import BRONZE_SILVER_QUERY, GOLD_QUERY
 from streaming.settings import Settings
 from streaming.sinks import GOLD_WRITE_LOCK
 
@@ -42,6 +49,13 @@ _CENT = 0.005  # amounts are money: closer than half a cent is equal (float sums
 
 def _utc(moment) -> pa.Scalar:
     return pa.scalar(pd.Timestamp(moment).to_pydatetime(), _UTC)
+
+
+def read_before(offsets: dict[tuple[str, int], int]) -> pads.Expression:
+    """Rows whose Kafka record lies before `offsets` in its partition (none if it is empty)."""
+    return functools.reduce(operator.or_, [
+        (pads.field("topic") == topic) & (pads.field("partition") == partition) & (pads.field("offset") < end)
+        for (topic, partition), end in offsets.items()])
 
 
 def compare(streamed: pd.DataFrame, recomputed: pd.DataFrame, too_late: pd.DataFrame,
@@ -119,10 +133,11 @@ class BackfillReport:
 class Reconciler:
     """Gold against silver for the dashboard, with Spark for the recompute."""
 
-    def __init__(self, spark: SparkSession, settings: Settings, gold_query: str = "gold_trade_summary"):
+    def __init__(self, spark: SparkSession, settings: Settings):
         self.spark = spark
         self.settings = settings
-        self.gold_checkpoint = settings.checkpoint_dir / gold_query
+        self.gold_checkpoint = settings.checkpoint_dir / GOLD_QUERY
+        self.silver_checkpoint = settings.checkpoint_dir / BRONZE_SILVER_QUERY
 
     def watermark(self) -> datetime | None:
         """The latest watermark of the current gold query (windows ending by then are final)."""
@@ -135,36 +150,69 @@ class Reconciler:
         latest = pc.max(marks).as_py() if len(marks) else None
         return latest if latest and latest.timestamp() > 0 else None
 
-    def recompute(self, start: datetime, end: datetime) -> pd.DataFrame:
-        """Windows from silver's trades with event time in [start, end), by the streaming logic."""
+    def gold_offsets(self) -> dict[tuple[str, int], int]:
+        """Per topic partition, the end of what gold has read (call under GOLD_WRITE_LOCK)."""
+        ledger = open_table(self.settings.table_path(BATCH_WATERMARKS_TABLE))
+        if ledger is None:
+            return {}
+        ends = ledger.to_pyarrow_dataset().to_table(columns=["topic", "partition", "end_offset"])
+        ends = ends.group_by(["topic", "partition"]).aggregate([("end_offset", "max")]).to_pylist()
+        return {(e["topic"], e["partition"]): e["end_offset_max"] for e in ends}
+
+    def wait_for_silver(self, offsets: dict[tuple[str, int], int], timeout_s: float = 15.0) -> bool:
+        """Wait until bronze/silver has committed at least up to `offsets`."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            done = committed_offsets(self.silver_checkpoint)
+            if all(done.get(tp, 0) >= end for tp, end in offsets.items()):
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.2)
+
+    def recompute(self, start: datetime, end: datetime, offsets: dict[tuple[str, int], int]) -> pd.DataFrame:
+        """Windows from silver's trades with event time in [start, end) and Kafka offsets before
+        `offsets`, by the streaming logic."""
         table = open_table(self.settings.table_path(silver.SILVER_TABLE))
-        columns = ["trade_id", "side", "amount", "event_time"]
-        trades = (table.to_pyarrow_dataset().to_table(
-            filter=(pads.field("event_time") >= _utc(start)) & (pads.field("event_time") < _utc(end)), columns=columns)
-            if table is not None else None)
+        trades = None
+        if table is not None and offsets:
+            trades = table.to_pyarrow_dataset().to_table(
+                filter=(pads.field("event_time") >= _utc(start)) & (pads.field("event_time") < _utc(end))
+                & read_before(offsets), columns=["trade_id", "side", "amount", "event_time"])
         if trades is None or trades.num_rows == 0:
             return gold.GOLD_SCHEMA.empty_table().to_pandas()[["window_start", "window_end", *MEASURES]]
         summary = gold.trade_summary(self.spark.createDataFrame(trades), self.settings.window, self.settings.watermark)
         return summary.toArrow().to_pandas()
 
-    def _read(self, table_name: str, schema: pa.Schema, start: datetime, end: datetime) -> pd.DataFrame:
+    def _read(self, table_name: str, schema: pa.Schema, start: datetime, end: datetime,
+              extra: pads.Expression | None = None) -> pd.DataFrame:
         """The rows of a table keyed by window whose window starts in [start, end)."""
         table = open_table(self.settings.table_path(table_name))
         if table is None:
             return schema.empty_table().to_pandas()
         in_range = (pads.field("window_start") >= _utc(start)) & (pads.field("window_start") < _utc(end))
-        return table.to_pyarrow_dataset().to_table(filter=in_range).to_pandas()
+        return table.to_pyarrow_dataset().to_table(filter=in_range if extra is None else in_range & extra).to_pandas()
 
-    def _compare(self, start: datetime, end: datetime, watermark: datetime | None) -> tuple[pd.DataFrame, pd.DataFrame]:
-        streamed = self._read(gold.GOLD_TABLE, gold.GOLD_SCHEMA, start, end)
-        too_late = self._read(LATE_TRADES_TABLE, LATE_TRADES_SCHEMA, start, end)
-        return streamed, compare(streamed, self.recompute(start, end), too_late, watermark)
+    def _compare(self, start: datetime, end: datetime, streamed: pd.DataFrame, offsets: dict,
+                 watermark: datetime | None) -> pd.DataFrame:
+        """Gold as read (with the offsets it had read then) against silver cut at those offsets."""
+        self.wait_for_silver(offsets)
+        too_late = (self._read(LATE_TRADES_TABLE, LATE_TRADES_SCHEMA, start, end, read_before(offsets))
+                    if offsets else LATE_TRADES_SCHEMA.empty_table().to_pandas())
+        return compare(streamed, self.recompute(start, end, offsets), too_late, watermark)
+
+    def _gold_as_read(self, start: datetime, end: datetime) -> tuple[pd.DataFrame, dict]:
+        """Gold's windows and the offsets they include (call under GOLD_WRITE_LOCK)."""
+        return self._read(gold.GOLD_TABLE, gold.GOLD_SCHEMA, start, end), self.gold_offsets()
 
     def reconcile(self, day: date) -> pd.DataFrame:
         """compare() for the windows of one trading day."""
         start = datetime.combine(day, datetime.min.time(), tzinfo=timezone.utc)
         end = start + timedelta(days=1)
-        return self._compare(start, end, self.watermark())[1]
+        with GOLD_WRITE_LOCK:
+            streamed, offsets = self._gold_as_read(start, end)
+            watermark = self.watermark()
+        return self._compare(start, end, streamed, offsets, watermark)
 
     def backfill(self, window_starts: list[str]) -> BackfillReport:
         """Make the chosen windows (ISO window starts) match silver. Final windows only."""
@@ -175,8 +223,8 @@ class Reconciler:
         first, last = starts[0].to_pydatetime(), (starts[-1] + pd.Timedelta(self.settings.window)).to_pydatetime()
         with GOLD_WRITE_LOCK:
             watermark = self.watermark()
-            current, state = self._compare(first, last, watermark)
-            state = state.set_index("window_start")
+            current, offsets = self._gold_as_read(first, last)
+            state = self._compare(first, last, current, offsets, watermark).set_index("window_start")
             chosen = []
             for start in starts:
                 iso = start.isoformat()

@@ -98,18 +98,32 @@ class GoldSink(BatchSink):
         self.baseline = baseline
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        # Every batch that read records leaves its offset ranges and watermark in the ledger,
-        # even when all its trades were too late and it changes no window.
-        ledger = batch_ledger(self.checkpoint, self.query_id, batch_id)
-        self.publish(BATCH_WATERMARKS_TABLE, ledger, BATCH_WATERMARKS_KEYS, batch_id, insert_only=True)
-        if ledger.num_rows:
-            self.record_late_trades(self.silver_records_in(ledger), ledger.to_pandas(), batch_id)
-
-        rows = batch.toArrow()
-        if rows.num_rows == 0:
-            return
-        n = rows.num_rows
         now = datetime.now(timezone.utc)
+        updated = self.summary_rows(batch.toArrow(), batch_id, now)
+        # All writes under one lock, so that a reader holding it (reconcile.py) finds the ledger
+        # and gold at the same batch.
+        with GOLD_WRITE_LOCK:
+            # Every batch that read records leaves its offset ranges and watermark in the ledger,
+            # even when all its trades were too late and it changes no window.
+            ledger = batch_ledger(self.checkpoint, self.query_id, batch_id)
+            self.publish(BATCH_WATERMARKS_TABLE, ledger, BATCH_WATERMARKS_KEYS, batch_id, insert_only=True)
+            if ledger.num_rows:
+                self.record_late_trades(self.silver_records_in(ledger), ledger.to_pandas(), batch_id)
+            if updated.num_rows == 0:
+                return
+            # Corrections first: they need the windows as they stood before this batch.
+            current = open_table(self.settings.table_path(gold.GOLD_TABLE))
+            corrections = find_corrections(
+                current.to_pandas() if current is not None else pd.DataFrame(), updated.to_pandas(),
+                self.batch_watermark(batch_id), self.settings.watermark, now, batch_id, self.query_id)
+            self.publish(CORRECTIONS_TABLE, corrections, CORRECTIONS_KEYS, batch_id, insert_only=True)
+            self.publish(gold.GOLD_TABLE, updated, gold.GOLD_KEYS, batch_id, bump=("revision",))
+
+    def summary_rows(self, rows: pa.Table, batch_id: int, now: datetime) -> pa.Table:
+        """The batch's updated windows as gold rows (plus a replay's baseline)."""
+        if rows.num_rows == 0:
+            return gold.GOLD_SCHEMA.empty_table()
+        n = rows.num_rows
         rows = pa.table({
             **{name: rows[name] for name in ("window_start", "window_end", "buy_amount", "sell_amount",
                                              "settlement_amount", "trade_count")},
@@ -117,15 +131,7 @@ class GoldSink(BatchSink):
             "updated_at": pa.array([now] * n, pa.timestamp("us", tz="UTC")),
             "batch_id": pa.array([batch_id] * n, pa.int64()),
         }).cast(gold.GOLD_SCHEMA)
-        rows = add_baseline(rows, self.baseline)
-        with GOLD_WRITE_LOCK:
-            # Corrections first: they need the windows as they stood before this batch.
-            current = open_table(self.settings.table_path(gold.GOLD_TABLE))
-            corrections = find_corrections(
-                current.to_pandas() if current is not None else pd.DataFrame(), rows.to_pandas(),
-                self.batch_watermark(batch_id), self.settings.watermark, now, batch_id, self.query_id)
-            self.publish(CORRECTIONS_TABLE, corrections, CORRECTIONS_KEYS, batch_id, insert_only=True)
-            self.publish(gold.GOLD_TABLE, rows, gold.GOLD_KEYS, batch_id, bump=("revision",))
+        return add_baseline(rows, self.baseline)
 
     def batch_watermark(self, batch_id: int) -> datetime | None:
         """The watermark this batch used (None before the first one is set)."""
