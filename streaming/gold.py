@@ -3,9 +3,9 @@
 One stateful chain, in update mode:
     withWatermark(event_time) -> dropDuplicatesWithinWatermark(trade_id) -> window aggregate
 
-Spark applies the watermark of the previous micro-batch. The dedup step drops a trade whose
-event time is at or behind that watermark; so "too late" means exactly
-`event_time <= watermark`, whatever window the trade falls in. A trade delivered twice within
+The dedup step drops a trade whose event time is at or behind the watermark that Spark
+applies to late input (the previous micro-batch's, see lateness.py); so "too late" means
+exactly `event_time <= watermark`, whatever window the trade falls in. A trade delivered twice within
 the watermark is counted once.
 """
 

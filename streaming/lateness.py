@@ -1,11 +1,15 @@
 """Which trades were too late for the watermark, derived exactly rather than guessed.
 
-Spark records, for each micro-batch N of a query, the watermark that batch used and the
-source offsets it ended at, in `<checkpoint>/offsets/N`. The gold sink copies that into the
-`gold/batch_watermarks` ledger: one row per (query, batch, topic, partition) with the offset
-range [start_offset, end_offset) and the watermark. A valid trade is too late when the gold
-batch that read its Kafka record had a watermark at or after its event time (the dedup
-operator's rule, see gold.py).
+Spark records, for each micro-batch N of a query, its watermark (`batchWatermarkMs`: the
+largest event time of batches before N, less the delay) and the source offsets it ended at,
+in `<checkpoint>/offsets/N`. Batch N evicts state with its own watermark but drops late input
+rows against the watermark of batch N-1 (with chained stateful operators, Spark judges late
+events by the previous batch's watermark). That is the one a trade of batch N can miss.
+
+The gold sink copies it into the `gold/batch_watermarks` ledger: one row per (query, batch,
+topic, partition) with the offset range [start_offset, end_offset) and that watermark. A
+valid trade is too late when the gold batch that read its Kafka record had a watermark at or
+after its event time (the dedup operator's rule, see gold.py).
 """
 
 from __future__ import annotations
@@ -58,13 +62,14 @@ def committed_offsets(checkpoint: Path) -> dict[tuple[str, int], int]:
     return entry[1] if entry else {}
 
 def batch_ledger(checkpoint: Path, query_id: str, batch_id: int) -> pa.Table:
-    """The ledger rows of one batch: the offset ranges it read and the watermark it used."""
+    """The ledger rows of one batch: the offset ranges it read and the watermark its late
+    input was judged against (the previous batch's)."""
     current = read_offset_log(checkpoint, batch_id)
     if current is None:
         return BATCH_WATERMARKS_SCHEMA.empty_table()
-    watermark_ms, ends = current
+    _, ends = current
     previous = read_offset_log(checkpoint, batch_id - 1) if batch_id > 0 else None
-    starts = previous[1] if previous else {}
+    watermark_ms, starts = previous if previous else (0, {})
     watermark = datetime.fromtimestamp(watermark_ms / 1000, tz=timezone.utc)
     rows = [(tp, starts.get(tp, 0), end) for tp, end in sorted(ends.items()) if end > starts.get(tp, 0)]
     return pa.table({

@@ -129,3 +129,23 @@ def test_gold_is_exact_through_late_trades_too_late_trades_and_a_restart(spark, 
         assert revisions["revision"].min() >= 1
     finally:
         pipeline.stop()
+
+
+def test_a_batch_judges_late_trades_by_the_previous_batch_watermark(spark, writer, pipeline_settings):
+    # One record per micro-batch, back to back (no idle batch in between to move the watermark):
+    # batch 1 sees 10:30 (its own watermark is 08:30); batch 2's watermark becomes 10:00, but it
+    # judges its input by batch 1's 08:30, so 09:05 still counts; batch 3 judges 09:10 by 10:00.
+    settings = pipeline_settings.replace(max_offsets_per_trigger=1)
+    writer.send(trade("t1", "BUY", 1, 100.0, DAY + "09:00:00Z"),
+                trade("t6", "BUY", 1, 1.0, DAY + "10:30:00Z"),
+                trade("t7", "BUY", 1, 10.0, DAY + "09:05:00Z"),
+                trade("t8", "BUY", 1, 1000.0, DAY + "09:10:00Z"))
+    pipeline = start(spark, settings)
+    try:
+        process(pipeline)
+    finally:
+        pipeline.stop()
+    assert gold_rows(settings)["09:00"] == (110.0, 0.0, 110.0, 2)
+    late = table(settings, LATE_TRADES_TABLE)
+    assert list(late["trade_id"]) == ["t8"]
+    assert late["watermark"].iloc[0].isoformat() == "2026-03-02T10:00:00+00:00"
