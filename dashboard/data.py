@@ -14,7 +14,7 @@ CORRECTION_COLUMNS = ["window_start", "buy_amount_before", "buy_amount_after", "
                       "sell_amount_after", "settlement_amount_before", "settlement_amount_after",
                       "trade_count_before", "trade_count_after", "late_trades", "corrected_at", "batch_id"]
 LATE_TRADE_COLUMNS = ["trade_id", "event_time", "window_start", "watermark", "late_by_seconds", "side", "amount",
-                      "detected_at"]
+                      "detected_at", "backfilled_at"]
 FEED_ROWS = 50
 
 
@@ -104,7 +104,7 @@ def snapshot_from(gold: pd.DataFrame, corrections: pd.DataFrame | None = None,
         "windows": records,
         "last_update": None if gold.empty else _iso(gold["updated_at"].max()),
         "corrections": json_records(newest, ("window_start", "corrected_at")),
-        "late_trades": json_records(latest_late, ("event_time", "window_start", "watermark", "detected_at")),
+        "late_trades": json_records(latest_late, ("event_time", "window_start", "watermark", "detected_at", "backfilled_at")),
         "counters": {
             "corrections": int(len(corrections)),
             "late_but_counted": int(corrections["late_trades"].sum()) if not corrections.empty else 0,

@@ -31,9 +31,10 @@ def corrections_feed(snapshot: dict | None):
 
 def late_trades_list(snapshot: dict | None):
     rows = [[t["event_time"][11:19], t["window_start"][11:16], t["side"], f"{t['amount']:,.2f}",
-             t["watermark"][11:19], f"{t['late_by_seconds'] / 60:,.1f} min", t["trade_id"][:12]]
+             t["watermark"][11:19], f"{t['late_by_seconds'] / 60:,.1f} min", t["trade_id"][:12],
+             f"backfilled {t['backfilled_at'][11:19]}" if t.get("backfilled_at") else "no"]
             for t in (snapshot or {}).get("late_trades", [])]
-    return _table(["Event time", "Window", "Side", "Amount", "Watermark missed", "Late by", "Trade"], rows,
+    return _table(["Event time", "Window", "Side", "Amount", "Watermark missed", "Late by", "Trade", "In gold"], rows,
                   "No trade has been too late for the watermark.")
 
 

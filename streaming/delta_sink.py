@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import TableNotFoundError
+from deltalake.schema import Field as DeltaField
 
 log = logging.getLogger(__name__)
 
@@ -48,10 +49,18 @@ def open_table(path: str | Path) -> DeltaTable | None:
 
 
 def ensure_table(path: str | Path, schema: pa.Schema) -> None:
-    """Create an empty table, so that readers find every table from the start."""
-    if open_table(path) is None:
+    """Create an empty table, so that readers find every table from the start; add the
+    columns a newer version of the schema has to a table made by an older one."""
+    table = open_table(path)
+    if table is None:
         Path(path).mkdir(parents=True, exist_ok=True)
         DeltaTable.create(str(path), schema, mode="ignore")
+        return
+    present = set(table.schema().to_arrow().names)
+    missing = [DeltaField.from_arrow(f) for f in schema if f.name not in present]
+    if missing:
+        log.info("adding columns %s to %s", [f.name for f in missing], path)
+        table.alter.add_columns(missing)
 
 
 def publish(

@@ -36,6 +36,7 @@ LATE_TRADES_SCHEMA = pa.schema([
     ("trade_id", pa.string()), ("event_time", _UTC_TIME), ("window_start", _UTC_TIME), ("window_end", _UTC_TIME),
     ("watermark", _UTC_TIME), ("late_by_seconds", pa.float64()), ("side", pa.string()), ("amount", pa.float64()),
     ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()), ("detected_at", _UTC_TIME),
+    ("backfilled_at", _UTC_TIME),  # set when a backfill (reconcile.py) put the trade into gold
 ])
 # Silver columns needed to tell and to describe a too-late trade.
 LATE_CANDIDATE_COLUMNS = ["trade_id", "event_time", "side", "amount", "topic", "partition", "offset"]
@@ -123,5 +124,5 @@ def late_trade_rows(late: pd.DataFrame, window: timedelta, detected_at: datetime
         "window_end": start + pd.Timedelta(window), "watermark": pd.to_datetime(late["watermark"], utc=True),
         "late_by_seconds": late["late_by"].dt.total_seconds(), "side": late["side"], "amount": late["amount"],
         "topic": late["topic"], "partition": late["partition"], "offset": late["offset"],
-        "detected_at": pd.Timestamp(detected_at),
+        "detected_at": pd.Timestamp(detected_at), "backfilled_at": pd.NaT,
     }), schema=LATE_TRADES_SCHEMA, preserve_index=False)

@@ -13,9 +13,11 @@ only timing.
 
 A backfill writes silver's values into gold, only for final windows (window_end <= the gold
 query's watermark): Spark has dropped their state, so the stream never rewrites them. Each
-backfilled window gets a row in gold/corrections (query_id 'backfill'). It is idempotent: a
-window that already matches silver is skipped, and a retried backfill writes the same
-correction key (backfill, the window's revision before, window_start).
+backfilled window gets a row in gold/corrections (query_id 'backfill'), and its too-late
+trades get `backfilled_at` in gold/late_trades, so later differences are explained by the
+trades still outside gold. It is idempotent: a window that already matches silver is skipped,
+and a retried backfill writes the same correction key (backfill, the window's revision
+before, window_start).
 """
 
 from __future__ import annotations
@@ -36,10 +38,12 @@ from pyspark.sql import SparkSession
 from streaming import gold, silver
 from streaming.corrections import CORRECTIONS_KEYS, CORRECTIONS_SCHEMA, CORRECTIONS_TABLE
 from streaming.delta_sink import checkpoint_query_id, open_table, publish
-from streaming.lateness import BATCH_WATERMARKS_TABLE, LATE_TRADES_SCHEMA, LATE_TRADES_TABLE, committed_offsets
+from streaming.lateness import (
+    BATCH_WATERMARKS_TABLE, LATE_TRADES_KEYS, LATE_TRADES_SCHEMA, LATE_TRADES_TABLE, committed_offsets,
+)
 from streaming.pipeline import BRONZE_SILVER_QUERY, GOLD_QUERY
 from streaming.settings import Settings
-from streaming.sinks import GOLD_WRITE_LOCK
+from streaming.sinks import GOLD_WRITE_LOCK, LATE_TRADES_LOCK
 
 BACKFILL_QUERY_ID = "backfill"
 MEASURES = ["buy_amount", "sell_amount", "settlement_amount", "trade_count"]
@@ -197,9 +201,14 @@ class Reconciler:
                  watermark: datetime | None) -> pd.DataFrame:
         """Gold as read (with the offsets it had read then) against silver cut at those offsets."""
         self.wait_for_silver(offsets)
-        too_late = (self._read(LATE_TRADES_TABLE, LATE_TRADES_SCHEMA, start, end, read_before(offsets))
-                    if offsets else LATE_TRADES_SCHEMA.empty_table().to_pandas())
-        return compare(streamed, self.recompute(start, end, offsets), too_late, watermark)
+        too_late = self._too_late(start, end, offsets)
+        outstanding = too_late[too_late["backfilled_at"].isna()]  # a backfill already put the others in gold
+        return compare(streamed, self.recompute(start, end, offsets), outstanding, watermark)
+
+    def _too_late(self, start: datetime, end: datetime, offsets: dict) -> pd.DataFrame:
+        if not offsets:
+            return LATE_TRADES_SCHEMA.empty_table().to_pandas()
+        return self._read(LATE_TRADES_TABLE, LATE_TRADES_SCHEMA, start, end, read_before(offsets))
 
     def _gold_as_read(self, start: datetime, end: datetime) -> tuple[pd.DataFrame, dict]:
         """Gold's windows and the offsets they include (call under GOLD_WRITE_LOCK)."""
@@ -240,10 +249,19 @@ class Reconciler:
             target = state.loc[chosen].reset_index()
             target = target.rename(columns={f"{m}_silver": m for m in MEASURES})
             target["trade_count"] = target["trade_count"].astype(int)
-            corrections, rows = backfill_rows(current, target, watermark, datetime.now(timezone.utc))
+            now = datetime.now(timezone.utc)
+            corrections, rows = backfill_rows(current, target, watermark, now)
             version = time.time_ns() // 1000  # a backfill is not a stream batch: any new, larger version
             publish(self.settings.table_path(CORRECTIONS_TABLE), corrections, CORRECTIONS_KEYS,
                     f"{CORRECTIONS_TABLE}@{BACKFILL_QUERY_ID}", version, insert_only=True)
             publish(self.settings.table_path(gold.GOLD_TABLE), rows, gold.GOLD_KEYS,
                     f"{gold.GOLD_TABLE}@{BACKFILL_QUERY_ID}", version)
+            # The too-late trades now in gold: later differences are explained by the others.
+            folded = self._too_late(first, last, offsets)
+            folded = folded[folded["window_start"].isin(chosen) & folded["backfilled_at"].isna()]
+            with LATE_TRADES_LOCK:
+                publish(self.settings.table_path(LATE_TRADES_TABLE),
+                        pa.Table.from_pandas(folded.assign(backfilled_at=now), schema=LATE_TRADES_SCHEMA,
+                                             preserve_index=False),
+                        LATE_TRADES_KEYS, f"{LATE_TRADES_TABLE}@{BACKFILL_QUERY_ID}", version)
         return report

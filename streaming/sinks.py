@@ -30,7 +30,7 @@ from streaming.settings import Settings
 
 # Both sinks add to gold/late_trades (whichever sees a trade's record and its batch watermark
 # second); concurrent MERGEs into one Delta table would conflict, so they take turns.
-_LATE_TRADES_LOCK = threading.Lock()
+LATE_TRADES_LOCK = threading.Lock()
 # The gold sink and a backfill (reconcile.py) both read gold, then write corrections and gold.
 GOLD_WRITE_LOCK = threading.Lock()
 
@@ -59,7 +59,7 @@ class BatchSink:
         if late.empty:
             return
         rows = late_trade_rows(late, self.settings.window, datetime.now(timezone.utc))
-        with _LATE_TRADES_LOCK:
+        with LATE_TRADES_LOCK:
             self.publish(LATE_TRADES_TABLE, rows, LATE_TRADES_KEYS, batch_id, insert_only=True)
 
 

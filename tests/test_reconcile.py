@@ -12,6 +12,7 @@ from dashboard import ids
 from dashboard.app import create_app
 from streaming.corrections import CORRECTIONS_TABLE
 from streaming.gold import GOLD_TABLE
+from streaming.lateness import LATE_TRADES_TABLE
 from streaming.pipeline import Pipeline
 from streaming.reconcile import BACKFILL_QUERY_ID, Reconciler, compare
 from streaming.settings import Settings
@@ -108,6 +109,15 @@ def test_reconciliation_explains_too_late_trades_and_backfill_is_recorded_once(s
         assert (corrections["query_id"] == BACKFILL_QUERY_ID).sum() == 1
         row = gold_row(settings, "09:00")
         assert (row.buy_amount, row.sell_amount, row.trade_count) == (1200.0, 30.0, 3)
+        late = DeltaTable(str(settings.table_path(LATE_TRADES_TABLE))).to_pandas().set_index("trade_id")
+        assert late.loc["late-buy", "backfilled_at"] is not pd.NaT and pd.isna(late.loc["late-open", "backfilled_at"])
+
+        # Iteration 3: one more too-late trade for 09:00: the difference is that trade alone.
+        writer.send(trade("late-again", "SELL", 1, 7.0, DAY + "09:01:00Z"))
+        process(pipeline)
+        nine = by_window(reconciler.reconcile(date(2026, 3, 2)))["09:00"]
+        assert (nine.diff_sell_amount, nine.diff_trade_count, nine.late_trades) == (7.0, 1, 1)
+        assert nine.explained and not nine.matches
     finally:
         pipeline.stop()
 
