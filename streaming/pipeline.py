@@ -29,7 +29,7 @@ from streaming.lateness import (
     LATE_TRADES_SCHEMA, LATE_TRADES_TABLE, batch_ledger, late_trade_rows, read_offset_log, too_late_trades,
 )
 from streaming.replay import ReplayBaseline, add_baseline, load_baseline, remember_replay
-from streaming.kafka_source import SOURCE_NAME
+from streaming.kafka_source import SOURCE_NAME, spark_kafka_options
 from streaming.settings import Settings, format_duration
 
 log = logging.getLogger(__name__)
@@ -58,8 +58,7 @@ def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
         # Spark was starting are not missed. A restart resumes from its checkpoint instead.
         .option("startingOffsets", "earliest")
     )
-    for key, value in settings.kafka_client_config().items():
-        reader = reader.option(f"kafka.{key}", value)
+    reader = reader.options(**spark_kafka_options(settings.kafka_client_config()))
     if settings.replay_from is not None:
         reader = reader.option("startingTimestamp", str(int(settings.replay_from.timestamp() * 1000)))
     if settings.max_offsets_per_trigger:
