@@ -30,7 +30,7 @@ from streaming.lateness import (
 )
 from streaming.replay import ReplayBaseline, add_baseline, load_baseline, remember_replay
 from streaming.kafka_source import SOURCE_NAME, spark_kafka_options
-from streaming.settings import Settings, format_duration
+from streaming.settings import LoadSettings, Settings, format_duration
 
 log = logging.getLogger(__name__)
 
@@ -178,7 +178,8 @@ class GoldSink(BatchSink):
         return table.to_pyarrow_dataset().to_table(filter=in_ranges, columns=LATE_CANDIDATE_COLUMNS).to_pandas()
 
 
-def _with_trigger(writer, settings: Settings):
+def with_trigger(writer, settings: Settings | LoadSettings):
+    """--available-now, else the processing-time trigger (both commands have the two flags)."""
     if settings.available_now:
         return writer.trigger(availableNow=True)
     return writer.trigger(processingTime=format_duration(settings.trigger))
@@ -193,7 +194,7 @@ def start_bronze_silver_query(spark: SparkSession, settings: Settings) -> Stream
         .option("checkpointLocation", str(checkpoint))
         .foreachBatch(MedallionSink(settings, checkpoint))
     )
-    return _with_trigger(writer, settings).start()
+    return with_trigger(writer, settings).start()
 
 
 def start_gold_query(spark: SparkSession, settings: Settings,
@@ -211,7 +212,7 @@ def start_gold_query(spark: SparkSession, settings: Settings,
         .option("checkpointLocation", str(checkpoint))
         .foreachBatch(GoldSink(settings, checkpoint, baseline))
     )
-    return _with_trigger(writer, settings).start()
+    return with_trigger(writer, settings).start()
 
 
 def set_aside_checkpoints(settings: Settings) -> Path | None:
@@ -291,14 +292,18 @@ class Pipeline:
             time.sleep(poll_s)
 
     def stop(self, grace_s: float = 10.0) -> None:
-        """Stop each query between micro-batches when possible, so no batch is cancelled halfway
-        (a cancelled batch is safe, it is redone on restart, but it fills the log with noise)."""
-        logging.getLogger("py4j").setLevel(logging.CRITICAL)  # the cancelled callback's traceback
-        deadline = time.monotonic() + grace_s
-        for query in self.queries:
-            try:
-                while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
-                    time.sleep(0.05)
-                query.stop()
-            except Exception as exc:  # a failed query may raise again on stop
-                log.warning("stopping %s: %s", query.name, exc)
+        stop_queries(self.queries, grace_s)
+
+
+def stop_queries(queries: list[StreamingQuery], grace_s: float = 10.0) -> None:
+    """Stop each query between micro-batches when possible, so no batch is cancelled halfway
+    (a cancelled batch is safe, it is redone on restart, but it fills the log with noise)."""
+    logging.getLogger("py4j").setLevel(logging.CRITICAL)  # the cancelled callback's traceback
+    deadline = time.monotonic() + grace_s
+    for query in queries:
+        try:
+            while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
+                time.sleep(0.05)
+            query.stop()
+        except Exception as exc:  # a failed query may raise again on stop
+            log.warning("stopping %s: %s", query.name, exc)
