@@ -285,20 +285,24 @@ def _add_kafka_arguments(parser: argparse.ArgumentParser) -> None:
                             "sasl.mechanisms, sasl.username, sasl.password, ssl.ca.location, ...)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="python run.py",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=(
-            "Trade Summary: simulated brokerage trades -> Kafka -> Spark Structured Streaming\n"
-            "-> Delta tables -> a live 15-minute trade summary chart.\n\n"
-            "With no flags it starts an embedded Kafka broker, the streaming pipeline, the\n"
-            "producer simulation and the dashboard at http://127.0.0.1:8050 .\n\n"
-            "`python run.py load --help`: load trade files from a landing zone into the topic."
-        ),
-        epilog=_ENV_EPILOG + "Ctrl-C (SIGINT) or SIGTERM stops everything cleanly; a restart resumes where it stopped.",
-    )
+def _command_parser(prog: str, description: str, on_stop: str) -> argparse.ArgumentParser:
+    """A command's parser: its own description, the shared epilog and the Kafka flags."""
+    parser = _Parser(prog=prog, formatter_class=argparse.RawDescriptionHelpFormatter, description=description,
+                     epilog=_ENV_EPILOG + on_stop)
     _add_kafka_arguments(parser)
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _command_parser(
+        "python run.py",
+        "Trade Summary: simulated brokerage trades -> Kafka -> Spark Structured Streaming\n"
+        "-> Delta tables -> a live 15-minute trade summary chart.\n\n"
+        "With no flags it starts an embedded Kafka broker, the streaming pipeline, the\n"
+        "producer simulation and the dashboard at http://127.0.0.1:8050 .\n\n"
+        "`python run.py load --help`: load trade files from a landing zone into the topic.",
+        "Ctrl-C (SIGINT) or SIGTERM stops everything cleanly; a restart resumes where it stopped.",
+    )
 
     run = parser.add_argument_group("what to run")
     run.add_argument("--data-dir", type=Path, default=Path("data"), metavar="PATH",
@@ -419,22 +423,18 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None
 
 
 def build_load_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="python run.py load",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=(
-            "Load trade files from a landing zone into the trades topic, with Spark Structured\n"
-            "Streaming as the Kafka producer: historical or externally captured trades join the\n"
-            "live pipeline. Each file holds JSON trades, one per line (the topic's message format).\n"
-            "Lines are read with the trade schema, kept if they match --where, keyed by --key and\n"
-            "sent as JSON. A line that does not match the schema is sent as read, so the pipeline\n"
-            "quarantines it with a reason. The checkpoint remembers the files sent: a restart\n"
-            "sends no file twice, and files added later are picked up while it runs.\n\n"
-            "Example: python run.py load --from samples/trading-day --where \"channel = 'mobile'\" --available-now"
-        ),
-        epilog=_ENV_EPILOG + "Ctrl-C (SIGINT) or SIGTERM stops between micro-batches; a restart resumes from the checkpoint.",
+    parser = _command_parser(
+        "python run.py load",
+        "Load trade files from a landing zone into the trades topic, with Spark Structured\n"
+        "Streaming as the Kafka producer: historical or externally captured trades join the\n"
+        "live pipeline. Each file holds JSON trades, one per line (the topic's message format).\n"
+        "Lines are read with the trade schema, kept if they match --where, keyed by --key and\n"
+        "sent as JSON. A line that does not match the schema is sent as read, so the pipeline\n"
+        "quarantines it with a reason. The checkpoint remembers the files sent: a restart\n"
+        "sends no file twice, and files added later are picked up while it runs.\n\n"
+        "Example: python run.py load --from samples/trading-day --where \"channel = 'mobile'\" --available-now",
+        "Ctrl-C (SIGINT) or SIGTERM stops between micro-batches; a restart resumes from the checkpoint.",
     )
-    _add_kafka_arguments(parser)
 
     load = parser.add_argument_group("what to load")
     load.add_argument("--from", dest="source_dir", type=Path, required=True, metavar="DIR",
