@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Trade Summary: the one entry point. `python run.py --help` explains every flag."""
+"""Trade Summary: the one entry point. `python run.py --help` explains every flag;
+`python run.py load --help` the loader of trade files (landing zone -> Kafka)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ import time
 from datetime import datetime, timezone
 
 from streaming.broker import BrokerError
-from streaming.settings import Settings, UsageError, build_parser, parse_settings
+from streaming.settings import (
+    KafkaTarget, LoadSettings, Settings, UsageError, build_load_parser, build_parser, parse_load_settings,
+    parse_settings,
+)
 
 log = logging.getLogger("trade-summary")
 STATUS_EVERY_S = 30
@@ -28,17 +32,14 @@ def setup_logging() -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
-class App:
-    """Starts the parts in order and stops them in reverse; stop() is safe at any point."""
+class Command:
+    """What both commands share: signals, Java, Kafka (embedded or not), Spark, stopping."""
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: KafkaTarget):
         self.settings = settings
         self.stopping = threading.Event()
         self.broker = None
-        self.simulator = None
         self.spark = None
-        self.pipeline = None
-        self.web = None
 
     def install_signal_handlers(self) -> None:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -49,22 +50,24 @@ class App:
             log.info("received %s", signal.Signals(signum).name)
             self.stopping.set()
 
-    # -- start ----------------------------------------------------------------------------
-    def start(self) -> None:
-        from streaming.broker import EmbeddedBroker, port_is_free
-        from streaming.kafka_admin import KafkaUnreachable, ensure_topic, wait_until_reachable
+    def _check_stop(self) -> None:
+        if self.stopping.is_set():
+            raise KeyboardInterrupt
+
+    def _check_java(self) -> None:
         from streaming.spark_session import JavaMissing, check_java
 
-        s = self.settings
-        log.info("Trade Summary: %s", s.describe())
         try:
             check_java()
         except JavaMissing as exc:
             raise StartupError(str(exc)) from None
-        if s.dashboard_enabled and not s.available_now and not port_is_free(s.port, s.host):
-            raise StartupError(f"port {s.port} on {s.host} is already in use, so the dashboard cannot start: "
-                               "choose another with --port N")
 
+    def _start_kafka(self) -> None:
+        """Start (or reuse) the embedded broker unless --bootstrap-servers; make sure the topic exists."""
+        from streaming.broker import EmbeddedBroker
+        from streaming.kafka_admin import KafkaUnreachable, ensure_topic, wait_until_reachable
+
+        s = self.settings
         if s.embedded_broker:
             log.info("starting the embedded Kafka broker on 127.0.0.1:%d (data in %s) ...", s.broker_port, s.broker_dir)
             self.broker = EmbeddedBroker(s.broker_dir, s.broker_port)
@@ -76,6 +79,47 @@ class App:
         created = ensure_topic(s.kafka_client_config(), s.topic, s.topic_partitions, s.topic_retention_ms)
         log.info("Kafka ready at %s; topic '%s' %s", s.kafka_bootstrap, s.topic,
                  f"created ({s.topic_partitions} partitions)" if created else "found")
+
+    def _start_spark(self) -> None:
+        from streaming.spark_session import create_spark
+
+        log.info("starting Spark (%s) ...", self.settings.master)
+        began = time.monotonic()
+        self.spark = create_spark(self.settings.master)
+        self.install_signal_handlers()  # SparkContext replaces the SIGINT handler with its own
+        log.info("Spark %s up in %.1f s", self.spark.version, time.monotonic() - began)
+
+    def _stop_spark_and_broker(self, keep_reused_broker: bool = False) -> None:
+        if self.spark is not None:
+            self.spark.stop()
+        if self.broker is not None:
+            if keep_reused_broker and self.broker.reused:
+                log.info("the embedded broker was already running before this command; it keeps running")
+                return
+            self.broker.stop()
+            log.info("embedded broker stopped, data saved in %s", self.broker.data_dir)
+
+
+class App(Command):
+    """Starts the parts in order and stops them in reverse; stop() is safe at any point."""
+
+    def __init__(self, settings: Settings):
+        super().__init__(settings)
+        self.simulator = None
+        self.pipeline = None
+        self.web = None
+
+    # -- start ----------------------------------------------------------------------------
+    def start(self) -> None:
+        from streaming.broker import port_is_free
+
+        s = self.settings
+        log.info("Trade Summary: %s", s.describe())
+        self._check_java()
+        if s.dashboard_enabled and not s.available_now and not port_is_free(s.port, s.host):
+            raise StartupError(f"port {s.port} on {s.host} is already in use, so the dashboard cannot start: "
+                               "choose another with --port N")
+        self._start_kafka()
         self._check_stop()
 
         if not s.available_now:
@@ -83,10 +127,6 @@ class App:
         self._start_pipeline()
         if s.dashboard_enabled and not s.available_now:
             self._start_dashboard()
-
-    def _check_stop(self) -> None:
-        if self.stopping.is_set():
-            raise KeyboardInterrupt
 
     def _start_simulator(self) -> None:
         from streaming.producer import TradeSimulator, latest_event_time, resume_market_time
@@ -103,14 +143,9 @@ class App:
 
     def _start_pipeline(self) -> None:
         from streaming.pipeline import Pipeline
-        from streaming.spark_session import create_spark
 
         s = self.settings
-        log.info("starting Spark (%s) ...", s.master)
-        began = time.monotonic()
-        self.spark = create_spark(s.master)
-        self.install_signal_handlers()  # SparkContext replaces the SIGINT handler with its own
-        log.info("Spark %s up in %.1f s", self.spark.version, time.monotonic() - began)
+        self._start_spark()
         self._check_stop()
         self.pipeline = Pipeline(self.spark, s)
         self.pipeline.start()
@@ -175,33 +210,100 @@ class App:
         if self.pipeline is not None:
             self.pipeline.stop()
             log.info("queries stopped")
-        if self.spark is not None:
-            self.spark.stop()
-        if self.broker is not None:
-            self.broker.stop()
-            log.info("embedded broker stopped, data saved in %s", self.broker.data_dir)
+        self._stop_spark_and_broker()
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    try:
-        settings = parse_settings(argv, os.environ)
-    except UsageError as exc:
+class Loader(Command):
+    """`python run.py load`: trade files from a landing zone -> the trades topic."""
+
+    def __init__(self, settings: LoadSettings):
+        super().__init__(settings)
+        self.query = None
+        self._last_logged_batch = -1
+        self.totals = {"files": 0, "lines": 0, "records": 0, "unparsed": 0}
+
+    def start(self) -> None:
+        from streaming.loader import check_filter, check_key, start_load_query
+
+        s = self.settings
+        log.info("Trade Summary loader: %s", s.describe())
+        check_key(s.key_column)
+        self._check_java()
+        self._start_spark()
+        check_filter(self.spark, s.where, s.key_column)  # a wrong --where fails before Kafka is touched
+        self._check_stop()
+        self._start_kafka()
+        self._check_stop()
+        self.query = start_load_query(self.spark, s)
+        log.info("watching %s for trade files%s", s.source_dir,
+                 ": loading what is there, then exiting" if s.available_now else f" every {s.trigger.total_seconds():g} s")
+
+    def run_until_stopped(self) -> int:
+        from streaming.loader import short_error
+
+        while not self.stopping.wait(1.0) and self.query.isActive:
+            self._log_progress()
+        self._log_progress()
+        if self.query.isActive:
+            return 0  # stopped by a signal; stop() ends the query between micro-batches
+        error = self.query.exception()
+        if error is not None:
+            log.error("loading failed: %s", short_error(error))
+            return 1
+        log.info("done: %s in total", self._describe(self.totals))
+        return 0
+
+    def _log_progress(self) -> None:
+        from streaming.loader import batch_counts
+
+        for progress in self.query.recentProgress:
+            if progress["batchId"] <= self._last_logged_batch:
+                continue
+            self._last_logged_batch = progress["batchId"]
+            counts = batch_counts(progress)
+            if counts is not None:
+                for name, value in counts.items():
+                    self.totals[name] += value
+                log.info("batch %d: %s", progress["batchId"], self._describe(counts))
+
+    def _describe(self, counts: dict[str, int]) -> str:
+        from streaming.loader import describe_counts
+
+        return describe_counts(counts, self.settings.topic)
+
+    def stop(self) -> None:
+        from streaming.pipeline import stop_queries
+
+        log.info("stopping ...")
+        if self.query is not None:
+            stop_queries([self.query])
+        # A broker that was already up belongs to a running app: leave it running.
+        self._stop_spark_and_broker(keep_reused_broker=True)
+
+
+def run_command(command_class, parse, build_parser, argv: list[str], help_command: str) -> int:
+    def usage_error(exc: UsageError) -> int:
         build_parser().print_usage(sys.stderr)
-        print(f"error: {exc}\nRun `python run.py --help` for all flags.", file=sys.stderr)
+        print(f"error: {exc}\nRun `{help_command}` for all flags.", file=sys.stderr)
         return 2
 
-    setup_logging()
-    app = App(settings)
+    try:
+        settings = parse(argv, os.environ)
+    except UsageError as exc:
+        return usage_error(exc)
 
-    app.install_signal_handlers()
+    setup_logging()
+    command = command_class(settings)
+    command.install_signal_handlers()
 
     code = 0
     try:
-        app.start()
-        code = app.run_until_stopped()
+        command.start()
+        code = command.run_until_stopped()
     except KeyboardInterrupt:
         code = 0
+    except UsageError as exc:  # found only once Spark can check it, e.g. a --where condition
+        code = usage_error(exc)
     except (StartupError, BrokerError) as exc:
         log.error("error: %s", exc)
         code = 1
@@ -209,9 +311,16 @@ def main(argv: list[str] | None = None) -> int:
         log.exception("unexpected error: %s", exc)
         code = 1
     finally:
-        app.stop()
+        command.stop()
     log.info("stopped")
     return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["load"]:
+        return run_command(Loader, parse_load_settings, build_load_parser, argv[1:], "python run.py load --help")
+    return run_command(App, parse_settings, build_parser, argv, "python run.py --help")
 
 
 if __name__ == "__main__":

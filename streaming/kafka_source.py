@@ -19,6 +19,8 @@ checkpoint, so a restart resumes exactly where the last committed batch ended.
 The driver never subscribes: it asks for watermark offsets, and each task assigns one
 partition, reads a known offset range and closes its consumer. No consumer sits idle in
 a poll loop (the embedded broker has no fetch long-poll, so an idle one would spin).
+
+The same format("pykafka") also writes a stream to Kafka: see kafka_sink.py.
 """
 
 from __future__ import annotations
@@ -75,9 +77,7 @@ class SourceOptions:
     def parse(cls, options: Mapping[str, str]) -> "SourceOptions":
         opts = {str(k): str(v) for k, v in options.items()}
         lower = {k.lower(): v for k, v in opts.items()}
-        client = {k[len("kafka."):]: v for k, v in opts.items() if k.lower().startswith("kafka.")}
-        if "bootstrap.servers" not in client:
-            raise KafkaSourceError("option 'kafka.bootstrap.servers' is required, e.g. 127.0.0.1:9092")
+        client = kafka_client_options(opts, KafkaSourceError)
         if "subscribe" not in lower:
             raise KafkaSourceError("option 'subscribe' is required: a comma-separated list of topics")
         topics = tuple(t.strip() for t in lower["subscribe"].split(",") if t.strip())
@@ -99,6 +99,19 @@ class SourceOptions:
             max_offsets_per_trigger=max_offsets_value,
             read_timeout_ms=timeout,
         )
+
+
+def kafka_client_options(options: Mapping[str, str], error: type[Exception]) -> dict[str, str]:
+    """The `kafka.*` options with the prefix stripped, for librdkafka; bootstrap servers required."""
+    client = {k[len("kafka."):]: v for k, v in options.items() if k.lower().startswith("kafka.")}
+    if "bootstrap.servers" not in client:
+        raise error("option 'kafka.bootstrap.servers' is required, e.g. 127.0.0.1:9092")
+    return client
+
+
+def spark_kafka_options(client_config: Mapping[str, str]) -> dict[str, str]:
+    """librdkafka settings -> the `kafka.*` options of format("pykafka"), for reading or writing."""
+    return {f"kafka.{key}": value for key, value in client_config.items()}
 
 
 # Offsets: {topic: {"partition": offset}}. Spark needs primitive keys, so partitions are strings.
@@ -381,7 +394,8 @@ def read_range(options: SourceOptions, part: KafkaPartitionRange) -> Iterator:
 
 
 class KafkaDataSource(DataSource):
-    """Register with spark.dataSource.register(KafkaDataSource); read with format("pykafka")."""
+    """Register with spark.dataSource.register(KafkaDataSource); read and write with
+    format("pykafka"), as Spark's format("kafka") does both."""
 
     @classmethod
     def name(cls) -> str:
@@ -392,3 +406,8 @@ class KafkaDataSource(DataSource):
 
     def streamReader(self, schema) -> KafkaStreamReader:
         return KafkaStreamReader(SourceOptions.parse(self.options))
+
+    def streamWriter(self, schema, overwrite):
+        from streaming.kafka_sink import KafkaStreamWriter  # the writing half, in its own module
+
+        return KafkaStreamWriter.create(self.options, schema)

@@ -17,10 +17,10 @@ from pyspark.sql.streaming import StreamingQuery
 from streaming import bronze, gold, silver
 from streaming.corrections import CORRECTIONS_SCHEMA, CORRECTIONS_TABLE
 from streaming.delta_sink import ensure_table
-from streaming.kafka_source import SOURCE_NAME
+from streaming.kafka_source import SOURCE_NAME, spark_kafka_options
 from streaming.lateness import BATCH_WATERMARKS_SCHEMA, BATCH_WATERMARKS_TABLE, LATE_TRADES_SCHEMA, LATE_TRADES_TABLE
 from streaming.replay import ReplayBaseline, load_baseline, remember_replay
-from streaming.settings import Settings, format_duration
+from streaming.settings import LoadSettings, Settings, format_duration
 from streaming.sinks import GoldSink, MedallionSink
 
 log = logging.getLogger(__name__)
@@ -46,8 +46,7 @@ def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
         # Spark was starting are not missed. A restart resumes from its checkpoint instead.
         .option("startingOffsets", "earliest")
     )
-    for key, value in settings.kafka_client_config().items():
-        reader = reader.option(f"kafka.{key}", value)
+    reader = reader.options(**spark_kafka_options(settings.kafka_client_config()))
     if settings.replay_from is not None:
         reader = reader.option("startingTimestamp", str(int(settings.replay_from.timestamp() * 1000)))
     if settings.max_offsets_per_trigger:
@@ -55,7 +54,8 @@ def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
     return reader.load()
 
 
-def _with_trigger(writer, settings: Settings):
+def with_trigger(writer, settings: Settings | LoadSettings):
+    """--available-now, else the processing-time trigger (both commands have the two flags)."""
     if settings.available_now:
         return writer.trigger(availableNow=True)
     return writer.trigger(processingTime=format_duration(settings.trigger))
@@ -70,7 +70,7 @@ def start_bronze_silver_query(spark: SparkSession, settings: Settings) -> Stream
         .option("checkpointLocation", str(checkpoint))
         .foreachBatch(MedallionSink(settings, checkpoint))
     )
-    return _with_trigger(writer, settings).start()
+    return with_trigger(writer, settings).start()
 
 
 def start_gold_query(spark: SparkSession, settings: Settings,
@@ -88,7 +88,7 @@ def start_gold_query(spark: SparkSession, settings: Settings,
         .option("checkpointLocation", str(checkpoint))
         .foreachBatch(GoldSink(settings, checkpoint, baseline))
     )
-    return _with_trigger(writer, settings).start()
+    return with_trigger(writer, settings).start()
 
 
 def set_aside_checkpoints(settings: Settings) -> Path | None:
@@ -168,14 +168,18 @@ class Pipeline:
             time.sleep(poll_s)
 
     def stop(self, grace_s: float = 10.0) -> None:
-        """Stop each query between micro-batches when possible, so no batch is cancelled halfway
-        (a cancelled batch is safe, it is redone on restart, but it fills the log with noise)."""
-        logging.getLogger("py4j").setLevel(logging.CRITICAL)  # the cancelled callback's traceback
-        deadline = time.monotonic() + grace_s
-        for query in self.queries:
-            try:
-                while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
-                    time.sleep(0.05)
-                query.stop()
-            except Exception as exc:  # a failed query may raise again on stop
-                log.warning("stopping %s: %s", query.name, exc)
+        stop_queries(self.queries, grace_s)
+
+
+def stop_queries(queries: list[StreamingQuery], grace_s: float = 10.0) -> None:
+    """Stop each query between micro-batches when possible, so no batch is cancelled halfway
+    (a cancelled batch is safe, it is redone on restart, but it fills the log with noise)."""
+    logging.getLogger("py4j").setLevel(logging.CRITICAL)  # the cancelled callback's traceback
+    deadline = time.monotonic() + grace_s
+    for query in queries:
+        try:
+            while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
+                time.sleep(0.05)
+            query.stop()
+        except Exception as exc:  # a failed query may raise again on stop
+            log.warning("stopping %s: %s", query.name, exc)

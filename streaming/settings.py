@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -86,7 +87,9 @@ class Simulation:
 
 
 @dataclass(frozen=True)
-class Settings:
+class KafkaTarget:
+    """Where a command talks to Kafka: the fields and helpers every command shares."""
+
     data_dir: Path = Path("data")
     bootstrap_servers: str | None = None  # None: start the embedded broker
     broker_port: int = 9092
@@ -94,6 +97,34 @@ class Settings:
     topic_partitions: int = 3
     topic_retention_ms: int = 7 * 24 * 3600 * 1000
     kafka_options: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+    @property
+    def embedded_broker(self) -> bool:
+        return self.bootstrap_servers is None
+
+    @property
+    def kafka_bootstrap(self) -> str:
+        return self.bootstrap_servers or f"127.0.0.1:{self.broker_port}"
+
+    @property
+    def broker_dir(self) -> Path:
+        return self.data_dir / "broker"
+
+    def kafka_client_config(self) -> dict[str, str]:
+        """librdkafka settings for every client of this run (producer, admin, source, sink)."""
+        return {**self.kafka_options, "bootstrap.servers": self.kafka_bootstrap}
+
+    def replace(self, **changes):
+        return dataclasses.replace(self, **changes)
+
+    def describe_kafka(self) -> str:
+        broker = f"embedded on 127.0.0.1:{self.broker_port}" if self.embedded_broker else self.bootstrap_servers
+        extra = f", client settings {redact(self.kafka_options)}" if self.kafka_options else ""
+        return f"Kafka {broker}, topic '{self.topic}'{extra}"
+
+
+@dataclass(frozen=True)
+class Settings(KafkaTarget):
     producer_enabled: bool = True
     dashboard_enabled: bool = True
     host: str = "127.0.0.1"
@@ -109,18 +140,6 @@ class Settings:
     refresh_ms: int = 2000
 
     @property
-    def embedded_broker(self) -> bool:
-        return self.bootstrap_servers is None
-
-    @property
-    def kafka_bootstrap(self) -> str:
-        return self.bootstrap_servers or f"127.0.0.1:{self.broker_port}"
-
-    @property
-    def broker_dir(self) -> Path:
-        return self.data_dir / "broker"
-
-    @property
     def checkpoint_dir(self) -> Path:
         return self.data_dir / "checkpoints"
 
@@ -128,19 +147,53 @@ class Settings:
         """name like 'gold/trade_summary' -> <data-dir>/gold/trade_summary."""
         return self.data_dir / name
 
-    def kafka_client_config(self) -> dict[str, str]:
-        """librdkafka settings for every client of this run (producer, admin, source)."""
-        return {**self.kafka_options, "bootstrap.servers": self.kafka_bootstrap}
+    def describe(self) -> str:
+        return (
+            f"{self.describe_kafka()}; data in {self.data_dir}; "
+            f"window {format_duration(self.window)}, watermark {format_duration(self.watermark)}"
+        )
 
-    def replace(self, **changes) -> "Settings":
-        return dataclasses.replace(self, **changes)
+
+CLEAN_SOURCE_MODES = ("off", "archive", "delete")
+
+
+@dataclass(frozen=True)
+class LoadSettings(KafkaTarget):
+    """`python run.py load`: trade files from a landing zone -> the trades topic."""
+
+    source_dir: Path = Path("landing")
+    where: str | None = None
+    key_column: str = "account_id"
+    max_files_per_trigger: int = 10
+    clean_source: str = "off"
+    archive_dir: Path | None = None
+    checkpoint: Path | None = None
+    trigger: timedelta = timedelta(seconds=5)
+    available_now: bool = False
+    master: str = "local[*]"
+
+    @property
+    def checkpoint_location(self) -> Path:
+        """--checkpoint, else one per landing directory and topic, so each keeps its own list of
+        files sent. Not under <data-dir>/checkpoints: --replay-from moves that aside, and the
+        files would then be sent again."""
+        if self.checkpoint is not None:
+            return self.checkpoint
+        source = self.source_dir.resolve()
+        digest = hashlib.sha1(f"{source}\n{self.topic}".encode()).hexdigest()[:8]
+        return self.data_dir / "loader-checkpoints" / f"{source.name or 'root'}-{self.topic}-{digest}"
+
+    @property
+    def archive_location(self) -> Path:
+        return self.archive_dir or self.data_dir / "loader-archive"
 
     def describe(self) -> str:
-        broker = f"embedded on 127.0.0.1:{self.broker_port}" if self.embedded_broker else self.bootstrap_servers
-        extra = f", client settings {redact(self.kafka_options)}" if self.kafka_options else ""
+        clean = {"off": "files left in place", "delete": "files deleted once sent",
+                 "archive": f"files moved to {self.archive_location} once sent"}[self.clean_source]
         return (
-            f"Kafka {broker}, topic '{self.topic}'{extra}; data in {self.data_dir}; "
-            f"window {format_duration(self.window)}, watermark {format_duration(self.watermark)}"
+            f"loading {self.source_dir} into {self.describe_kafka()}; "
+            f"filter: {self.where or 'none'}; key: {self.key_column}; "
+            f"up to {self.max_files_per_trigger} files per batch; {clean}; checkpoint in {self.checkpoint_location}"
         )
 
 
@@ -212,25 +265,16 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="python run.py",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=(
-            "Trade Summary: simulated brokerage trades -> Kafka -> Spark Structured Streaming\n"
-            "-> Delta tables -> a live 15-minute trade summary chart.\n\n"
-            "With no flags it starts an embedded Kafka broker, the streaming pipeline, the\n"
-            "producer simulation and the dashboard at http://127.0.0.1:8050 ."
-        ),
-        epilog=(
-            "Every flag can also be set in the environment as TRADE_SUMMARY_<FLAG>, e.g.\n"
-            "TRADE_SUMMARY_DATA_DIR=/srv/trades or TRADE_SUMMARY_NO_PRODUCER=1; a flag wins.\n"
-            "Kafka client settings (SASL, TLS) come from --kafka-config FILE or from\n"
-            "TRADE_SUMMARY_KAFKA_<SETTING> (TRADE_SUMMARY_KAFKA_SASL_PASSWORD -> sasl.password).\n"
-            "Secrets are never printed.\n\n"
-            "Ctrl-C (SIGINT) or SIGTERM stops everything cleanly; a restart resumes where it stopped."
-        ),
-    )
+_ENV_EPILOG = (
+    "Every flag can also be set in the environment as TRADE_SUMMARY_<FLAG>, e.g.\n"
+    "TRADE_SUMMARY_DATA_DIR=/srv/trades or TRADE_SUMMARY_NO_PRODUCER=1; a flag wins.\n"
+    "Kafka client settings (SASL, TLS) come from --kafka-config FILE or from\n"
+    "TRADE_SUMMARY_KAFKA_<SETTING> (TRADE_SUMMARY_KAFKA_SASL_PASSWORD -> sasl.password).\n"
+    "Secrets are never printed.\n\n"
+)
+
+
+def _add_kafka_arguments(parser: argparse.ArgumentParser) -> None:
     kafka = parser.add_argument_group("Kafka")
     kafka.add_argument("--bootstrap-servers", type=_bootstrap, metavar="HOST:PORT[,...]",
                        help="use this Kafka; no embedded broker is started (default: embedded broker)")
@@ -240,6 +284,26 @@ def build_parser() -> argparse.ArgumentParser:
     kafka.add_argument("--kafka-config", type=Path, metavar="FILE",
                        help="client.properties file with Kafka client settings (security.protocol, "
                             "sasl.mechanisms, sasl.username, sasl.password, ssl.ca.location, ...)")
+
+
+def _command_parser(prog: str, description: str, on_stop: str) -> argparse.ArgumentParser:
+    """A command's parser: its own description, the shared epilog and the Kafka flags."""
+    parser = _Parser(prog=prog, formatter_class=argparse.RawDescriptionHelpFormatter, description=description,
+                     epilog=_ENV_EPILOG + on_stop)
+    _add_kafka_arguments(parser)
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _command_parser(
+        "python run.py",
+        "Trade Summary: simulated brokerage trades -> Kafka -> Spark Structured Streaming\n"
+        "-> Delta tables -> a live 15-minute trade summary chart.\n\n"
+        "With no flags it starts an embedded Kafka broker, the streaming pipeline, the\n"
+        "producer simulation and the dashboard at http://127.0.0.1:8050 .\n\n"
+        "`python run.py load --help`: load trade files from a landing zone into the topic.",
+        "Ctrl-C (SIGINT) or SIGTERM stops everything cleanly; a restart resumes where it stopped.",
+    )
 
     run = parser.add_argument_group("what to run")
     run.add_argument("--data-dir", type=Path, default=Path("data"), metavar="PATH",
@@ -306,16 +370,16 @@ def _env_args(parser: argparse.ArgumentParser, environ: Mapping[str, str]) -> li
     return args
 
 
-def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> Settings:
-    """Flags and environment -> Settings. Raises UsageError with a readable message."""
-    environ = {} if environ is None else environ
-    parser = build_parser()
+def _parse_args(parser: argparse.ArgumentParser, argv: Sequence[str],
+                environ: Mapping[str, str]) -> argparse.Namespace:
     try:
-        env_args = _env_args(parser, environ)
-        ns = parser.parse_args([*env_args, *argv])
+        return parser.parse_args([*_env_args(parser, environ), *argv])
     except UsageError as exc:
         raise UsageError(str(exc)) from None
 
+
+def _kafka_target(ns: argparse.Namespace, environ: Mapping[str, str]) -> dict:
+    """The KafkaTarget fields from the Kafka flags, --kafka-config and TRADE_SUMMARY_KAFKA_*."""
     kafka_options: dict[str, str] = {}
     if ns.kafka_config is not None:
         try:
@@ -334,13 +398,16 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None
     bootstrap = ns.bootstrap_servers or kafka_options.pop("bootstrap.servers", None)
     if bootstrap and ns.bootstrap_servers is None:
         bootstrap = _bootstrap(bootstrap)
+    return dict(data_dir=ns.data_dir, bootstrap_servers=bootstrap, broker_port=ns.broker_port, topic=ns.topic,
+                kafka_options=kafka_options)
 
+
+def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> Settings:
+    """Flags and environment -> Settings. Raises UsageError with a readable message."""
+    environ = {} if environ is None else environ
+    ns = _parse_args(build_parser(), argv, environ)
     return Settings(
-        data_dir=ns.data_dir,
-        bootstrap_servers=bootstrap,
-        broker_port=ns.broker_port,
-        topic=ns.topic,
-        kafka_options=kafka_options,
+        **_kafka_target(ns, environ),
         producer_enabled=not ns.no_producer,
         dashboard_enabled=not ns.no_dashboard,
         host=ns.host,
@@ -362,3 +429,77 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None
             malformed_share=ns.malformed_share,
         ),
     )
+
+
+def build_load_parser() -> argparse.ArgumentParser:
+    parser = _command_parser(
+        "python run.py load",
+        "Load trade files from a landing zone into the trades topic, with Spark Structured\n"
+        "Streaming as the Kafka producer: historical or externally captured trades join the\n"
+        "live pipeline. Each file holds JSON trades, one per line (the topic's message format).\n"
+        "Lines are read with the trade schema, kept if they match --where, keyed by --key and\n"
+        "sent as JSON. A line that does not match the schema is sent as read, so the pipeline\n"
+        "quarantines it with a reason. The checkpoint remembers the files sent: a restart\n"
+        "sends no file twice, and files added later are picked up while it runs.\n\n"
+        "Example: python run.py load --from samples/trading-day --where \"channel = 'mobile'\" --available-now",
+        "Ctrl-C (SIGINT) or SIGTERM stops between micro-batches; a restart resumes from the checkpoint.",
+    )
+
+    load = parser.add_argument_group("what to load")
+    load.add_argument("--from", dest="source_dir", type=Path, required=True, metavar="DIR",
+                      help="landing directory of JSON-lines trade files (files are picked up in "
+                           "modification-time order; write them elsewhere and move them in)")
+    load.add_argument("--where", metavar="CONDITION",
+                      help="Spark SQL condition on the trade fields, e.g. \"channel = 'mobile'\" or "
+                           "\"symbol IN ('AAPL', 'MSFT') AND quantity >= 10\" (default: every trade)")
+    load.add_argument("--key", dest="key_column", default="account_id", metavar="FIELD",
+                      help="trade field used as the Kafka key (default: %(default)s, as the topic's format says)")
+    load.add_argument("--data-dir", type=Path, default=Path("data"), metavar="PATH",
+                      help="the loader's checkpoints and the embedded broker's data (default: ./data)")
+    load.add_argument("--checkpoint", type=Path, metavar="DIR",
+                      help="checkpoint directory (default: one per landing directory and topic under "
+                           "<data-dir>/loader-checkpoints/)")
+    load.add_argument("--master", default="local[*]", help="Spark master URL (default: %(default)s)")
+
+    stream = parser.add_argument_group("streaming")
+    stream.add_argument("--max-files-per-trigger", type=_positive_int, default=LoadSettings.max_files_per_trigger,
+                        metavar="N", help="at most N new files per micro-batch (default: %(default)s)")
+    stream.add_argument("--clean-source", choices=CLEAN_SOURCE_MODES, default="off",
+                        help="what to do with a file once it is sent: leave it, move it to --archive-dir, "
+                             "or delete it (default: %(default)s)")
+    stream.add_argument("--archive-dir", type=Path, metavar="DIR",
+                        help="with --clean-source archive: where sent files go, under their full path "
+                             "(default: <data-dir>/loader-archive)")
+    stream.add_argument("--trigger", type=_argtype(parse_duration), default=LoadSettings.trigger,
+                        metavar="DURATION", help="how often to look for new files (default: '5 seconds')")
+    stream.add_argument("--available-now", action="store_true",
+                        help="load the files there now, then exit 0 (catch-up / cron use)")
+    return parser
+
+
+def parse_load_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> LoadSettings:
+    """`python run.py load` flags and environment -> LoadSettings. Raises UsageError."""
+    environ = {} if environ is None else environ
+    ns = _parse_args(build_load_parser(), argv, environ)
+    if not ns.source_dir.is_dir():
+        raise UsageError(f"--from {ns.source_dir}: no such directory")
+    if ns.archive_dir is not None and ns.clean_source != "archive":
+        raise UsageError("--archive-dir needs --clean-source archive")
+    settings = LoadSettings(
+        **_kafka_target(ns, environ),
+        source_dir=ns.source_dir,
+        where=(ns.where or "").strip() or None,
+        key_column=ns.key_column,
+        max_files_per_trigger=ns.max_files_per_trigger,
+        clean_source=ns.clean_source,
+        archive_dir=ns.archive_dir,
+        checkpoint=ns.checkpoint,
+        trigger=ns.trigger,
+        available_now=ns.available_now,
+        master=ns.master,
+    )
+    if settings.clean_source == "archive" and settings.archive_location.resolve().is_relative_to(
+            settings.source_dir.resolve()):
+        raise UsageError(f"--archive-dir {settings.archive_location} is inside --from {settings.source_dir}: "
+                         "archived files would be picked up again; choose a directory outside it")
+    return settings

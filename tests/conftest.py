@@ -10,7 +10,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from streaming.broker import EmbeddedBroker
 from streaming.kafka_admin import ensure_topic, wait_until_reachable
@@ -75,6 +75,54 @@ class TopicWriter:
             else:
                 self.producer.produce(self.topic, value=record)
         assert self.producer.flush(30) == 0, "Kafka did not acknowledge every record"
+
+
+def _reader(bootstrap: str) -> Consumer:
+    return Consumer({"bootstrap.servers": bootstrap, "group.id": f"tests-{uuid.uuid4().hex[:8]}",
+                     "enable.auto.commit": False, "logger": logging.getLogger("tests.kafka")})
+
+
+def _partitions(consumer: Consumer, topic: str) -> list[int]:
+    return sorted(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
+
+
+def count_since(bootstrap: str, topic: str, since_ms: int) -> int:
+    """How many records the topic got at or after since_ms (by Kafka timestamp).
+
+    A partition with nothing at or after that time counts as empty, like Spark's
+    startingOffsetsByTimestampStrategy=latest.
+    """
+    consumer = _reader(bootstrap)
+    try:
+        wanted = [TopicPartition(topic, p, since_ms) for p in _partitions(consumer, topic)]
+        total = 0
+        for found in consumer.offsets_for_times(wanted, timeout=10):
+            if found.offset >= 0:
+                _, high = consumer.get_watermark_offsets(TopicPartition(topic, found.partition), timeout=10)
+                total += high - found.offset
+        return total
+    finally:
+        consumer.close()
+
+
+def read_topic(bootstrap: str, topic: str) -> list:
+    """Every record of the topic (a known offset range per partition; no idle subscription)."""
+    consumer = _reader(bootstrap)
+    try:
+        ranges = {}
+        for p in _partitions(consumer, topic):
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            if high > low:
+                ranges[p] = (low, high)
+        consumer.assign([TopicPartition(topic, p, low) for p, (low, _) in ranges.items()])
+        records, expected = [], sum(high - low for low, high in ranges.values())
+        deadline = time.monotonic() + 30
+        while len(records) < expected and time.monotonic() < deadline:
+            records += [m for m in consumer.consume(1000, timeout=0.5) if m.error() is None]
+        assert len(records) == expected, f"read {len(records)} of {expected} records of {topic}"
+        return records
+    finally:
+        consumer.close()
 
 
 @pytest.fixture(scope="session")

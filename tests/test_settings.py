@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from streaming.settings import (
-    UsageError, parse_duration, parse_instant, parse_kafka_properties, parse_settings, redact,
+    UsageError, parse_duration, parse_instant, parse_kafka_properties, parse_load_settings, parse_settings, redact,
 )
 
 
@@ -90,3 +90,43 @@ def test_max_lateness_must_stay_within_the_watermark():
     assert parse_settings(["--max-lateness", "20 minutes"]).simulation.max_lateness == timedelta(minutes=20)
     with pytest.raises(UsageError, match="--max-lateness 45 minutes must be shorter than the watermark"):
         parse_settings(["--max-lateness", "45 minutes"])
+
+
+def test_load_settings_share_the_kafka_flags_and_have_their_own(tmp_path):
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    s = parse_load_settings(
+        ["--from", str(landing), "--where", "channel = 'mobile'", "--key", "symbol", "--max-files-per-trigger", "2",
+         "--clean-source", "archive", "--archive-dir", str(tmp_path / "archive"), "--available-now",
+         "--data-dir", str(tmp_path / "data")],
+        {"TRADE_SUMMARY_TOPIC": "replayed", "TRADE_SUMMARY_KAFKA_SASL_PASSWORD": "s3cret",
+         "TRADE_SUMMARY_BOOTSTRAP_SERVERS": "k1:9092"})
+    assert s.source_dir == landing and s.where == "channel = 'mobile'" and s.key_column == "symbol"
+    assert s.max_files_per_trigger == 2 and s.clean_source == "archive" and s.available_now
+    assert s.archive_location == tmp_path / "archive"
+    assert s.topic == "replayed" and s.kafka_client_config() == {"sasl.password": "s3cret", "bootstrap.servers": "k1:9092"}
+    assert "s3cret" not in s.describe() and "s3cret" not in repr(s)
+    # one checkpoint per landing directory and topic, outside the pipeline's checkpoints
+    assert s.checkpoint_location.parent == tmp_path / "data" / "loader-checkpoints"
+    assert s.checkpoint_location != s.replace(topic="other").checkpoint_location
+    assert s.checkpoint_location == s.replace(source_dir=landing / ".." / "landing").checkpoint_location
+
+
+def test_load_defaults_use_the_embedded_broker_and_leave_files_in_place(tmp_path):
+    s = parse_load_settings(["--from", str(tmp_path)])
+    assert s.embedded_broker and s.kafka_bootstrap == "127.0.0.1:9092" and s.topic == "trades"
+    assert s.where is None and s.key_column == "account_id" and s.clean_source == "off"
+    assert s.trigger == timedelta(seconds=5) and not s.available_now
+
+
+@pytest.mark.parametrize("argv, message", [
+    ([], "--from"),
+    (["--from", "/nonexistent/landing"], "no such directory"),
+    (["--from", "{tmp}", "--clean-source", "move"], "invalid choice"),
+    (["--from", "{tmp}", "--archive-dir", "/tmp/a"], "needs --clean-source archive"),
+    (["--from", "{tmp}", "--clean-source", "archive", "--archive-dir", "{tmp}/archive"], "inside --from"),
+    (["--from", "{tmp}", "--max-files-per-trigger", "0"], "positive"),
+])
+def test_bad_load_flags_raise_a_readable_usage_error(tmp_path, argv, message):
+    with pytest.raises(UsageError, match=message):
+        parse_load_settings([a.replace("{tmp}", str(tmp_path)) for a in argv])
