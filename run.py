@@ -19,7 +19,6 @@ from streaming.settings import (
 )
 
 log = logging.getLogger("trade-summary")
-STATUS_EVERY_S = 30
 
 
 class StartupError(RuntimeError):
@@ -107,6 +106,7 @@ class App(Command):
         super().__init__(settings)
         self.simulator = None
         self.pipeline = None
+        self.health = None
         self.web = None
 
     # -- start ----------------------------------------------------------------------------
@@ -151,6 +151,15 @@ class App(Command):
         self.pipeline.start()
         for query in self.pipeline.queries:
             log.info("query '%s' started (checkpoint in %s)", query.name, s.checkpoint_dir / query.name)
+        self._start_health()
+
+    def _start_health(self) -> None:
+        from streaming.health import EndOffsets, HealthMonitor
+
+        s = self.settings
+        producer = (lambda: self.simulator.stats()) if self.simulator is not None else (lambda: None)
+        self.health = HealthMonitor(self.pipeline.status, producer,
+                                    EndOffsets(s.kafka_client_config(), s.topic)).start()
 
     def _start_dashboard(self) -> None:
         from werkzeug.serving import make_server
@@ -159,7 +168,7 @@ class App(Command):
         from streaming.reconcile import Reconciler
 
         s = self.settings
-        app = create_app(s.data_dir, s.refresh_ms, self.simulator, self.pipeline.status, Reconciler(self.spark, s))
+        app = create_app(s.data_dir, s.refresh_ms, self.simulator, self.health.snapshot, Reconciler(self.spark, s))
         self.web = make_server(s.host, s.port, app.server, threaded=True)
         threading.Thread(target=self.web.serve_forever, name="dashboard", daemon=True).start()
         log.info("dashboard at http://%s:%d", s.host, s.port)
@@ -169,16 +178,21 @@ class App(Command):
         if self.settings.available_now:
             self.pipeline.wait_until_done()
             return self._report_failures(final=True)
-        last_status = time.monotonic()
+        from streaming.health import status_line
+        from streaming.pipeline import GOLD_QUERY
+
         reported: set[str] = set()
+        logged_at_batch = -1
         while not self.stopping.wait(1.0):
-            for failed in self.pipeline.failed():
-                if failed.name not in reported:
-                    reported.add(failed.name)
-                    log.error("query '%s' failed: %s", failed.name, failed.error)
-            if time.monotonic() - last_status >= STATUS_EVERY_S:
-                last_status = time.monotonic()
-                self._log_status()
+            snapshot = self.health.snapshot()
+            for query in snapshot["queries"]:
+                if query["error"] and query["name"] not in reported:
+                    reported.add(query["name"])
+                    log.error("query '%s' failed: %s", query["name"], query["error"])
+            gold_batch = max((q["batch_id"] or 0 for q in snapshot["queries"] if q["name"] == GOLD_QUERY), default=0)
+            if gold_batch // self.settings.log_every_batches > logged_at_batch // self.settings.log_every_batches:
+                logged_at_batch = gold_batch
+                log.info("status: %s", status_line(snapshot))
         return 0
 
     def _report_failures(self, final: bool) -> int:
@@ -189,16 +203,6 @@ class App(Command):
             log.info("caught up: everything available in Kafka is processed")
         return 1 if failures else 0
 
-    def _log_status(self) -> None:
-        parts = []
-        for q in self.pipeline.status():
-            parts.append(f"{q.name}: batch {q.batch_id}, {q.input_rows_per_second or 0:.0f} rows/s in, "
-                         f"watermark {q.watermark or '-'}")
-        if self.simulator is not None:
-            st = self.simulator.stats()
-            parts.append(f"producer {'on' if st.enabled else 'off'}: sent {st.sent:,}, failed {st.failed:,}")
-        log.info("status: %s", "; ".join(parts))
-
     # -- stop -----------------------------------------------------------------------------
     def stop(self) -> None:
         log.info("stopping ...")
@@ -207,6 +211,8 @@ class App(Command):
         if self.simulator is not None:
             self.simulator.stop()
             log.info("producer stopped (%s trades sent)", f"{self.simulator.stats().sent:,}")
+        if self.health is not None:
+            self.health.stop()
         if self.pipeline is not None:
             self.pipeline.stop()
             log.info("queries stopped")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Callable
 
+import flask
 from dash import Dash
 
 from dashboard.callbacks import register_callbacks
@@ -15,9 +17,9 @@ ASSETS = Path(__file__).resolve().parent.parent / "assets"
 
 
 def create_app(data_dir: Path, refresh_ms: int = 2000, simulator=None,
-               pipeline_status: Callable[[], list] | None = None, reconciler=None) -> Dash:
-    """simulator, pipeline_status and reconciler are optional: without them the page shows the
-    tables, and the controls that need them say they are not available."""
+               health: Callable[[], dict] | None = None, reconciler=None) -> Dash:
+    """simulator, health (a HealthMonitor's snapshot) and reconciler are optional: without
+    them the page shows the tables, and the controls that need them say they are not available."""
     app = Dash(__name__, title="Trade Summary", assets_folder=str(ASSETS), update_title=None)
     data_dir = Path(data_dir)
     readers = {
@@ -32,6 +34,23 @@ def create_app(data_dir: Path, refresh_ms: int = 2000, simulator=None,
         return build_layout(refresh_ms, simulator.enabled, simulator.simulation,
                             simulator.watermark.total_seconds() / 60, reconcile_available=reconciler is not None)
 
+    def status() -> dict:
+        """The health snapshot, with the producer's counters read now rather than sampled."""
+        snapshot = health() if health is not None else empty_status()
+        if simulator is not None:
+            snapshot = {**snapshot, "producer": dataclasses.asdict(simulator.stats())}
+        return snapshot
+
     app.layout = layout
-    register_callbacks(app, readers, simulator, pipeline_status, reconciler)
+    register_callbacks(app, readers, status, simulator, reconciler)
+
+    @app.server.route("/api/status")
+    def api_status():
+        return flask.jsonify(status())
+
     return app
+
+
+def empty_status() -> dict:
+    return {"at": None, "queries": [], "producer": None,
+            "kafka": {"error": None, "partitions": [], "total_lag": {}}, "lag_history": []}

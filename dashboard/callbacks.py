@@ -4,7 +4,6 @@ second store."""
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 from datetime import datetime, timedelta, timezone
@@ -20,17 +19,14 @@ log = logging.getLogger(__name__)
 UNAVAILABLE = "The producer simulation is not available in this run."
 
 
-def register_callbacks(app: Dash, readers: dict[str, TableReader], simulator=None,
-                       pipeline_status: Callable[[], list] | None = None, reconciler=None) -> None:
+def register_callbacks(app: Dash, readers: dict[str, TableReader], status: Callable[[], dict],
+                       simulator=None, reconciler=None) -> None:
 
     @app.callback(Output(ids.SNAPSHOT, "data"), Input(ids.TICK, "n_intervals"))
     def refresh_snapshot(_tick):
         snapshot = snapshot_from(readers["gold"].read(), readers["corrections"].read(),
                                  readers["late_trades"].read())
-        snapshot["status"] = {
-            "producer": dataclasses.asdict(simulator.stats()) if simulator is not None else None,
-            "queries": [dataclasses.asdict(s) for s in pipeline_status()] if pipeline_status else [],
-        }
+        snapshot["status"] = status()
         return snapshot
 
     @app.callback(Output(ids.CHART, "figure"), Input(ids.SNAPSHOT, "data"), Input(ids.CHART_MODE, "value"),
@@ -44,6 +40,11 @@ def register_callbacks(app: Dash, readers: dict[str, TableReader], simulator=Non
     def draw_status_and_feeds(snapshot):
         return (figures.status_text(snapshot), tables.late_counters(snapshot),
                 tables.corrections_feed(snapshot), tables.late_trades_list(snapshot))
+
+    @app.callback(Output(ids.HEALTH_QUERIES, "children"), Output(ids.KAFKA_LAG, "children"),
+                  Output(ids.LAG_SPARKLINE, "figure"), Input(ids.SNAPSHOT, "data"))
+    def draw_health(snapshot):
+        return tables.health_table(snapshot), tables.lag_table(snapshot), figures.lag_sparkline(snapshot)
 
     @app.callback(Output(ids.CONTROL_MESSAGE, "children", allow_duplicate=True),
                   Input(ids.PRODUCER_SWITCH, "value"), prevent_initial_call=True)

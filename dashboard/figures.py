@@ -124,6 +124,18 @@ def summary_figure(snapshot: dict | None, mode: str = ids.MODE_WINDOW, first_rep
     return fig
 
 
+def lag_sparkline(snapshot: dict | None) -> go.Figure:
+    """The total Kafka lag (the slowest query's) over the last minutes."""
+    history = (snapshot or {}).get("status", {}).get("lag_history", [])
+    fig = go.Figure(go.Scatter(x=[h["at"] for h in history], y=[h["lag"] for h in history], mode="lines",
+                               line=dict(color=BUY_COLOR, width=1.5), fill="tozeroy",
+                               hovertemplate="%{x|%H:%M:%S} UTC: %{y:,} records behind<extra></extra>"))
+    fig.update_layout(template="plotly_white", height=90, margin=dict(l=40, r=10, t=20, b=20), showlegend=False,
+                      title=dict(text="Total lag, last minutes", font=dict(size=12), x=0, y=0.98),
+                      xaxis=dict(showgrid=False, tickformat="%H:%M"), yaxis=dict(rangemode="tozero", tickformat=","))
+    return fig
+
+
 def status_text(snapshot: dict | None) -> str:
     status = (snapshot or {}).get("status", {})
     producer = status.get("producer")

@@ -31,3 +31,7 @@ RECONCILE_TABLE = "reconcile-table"
 BACKFILL_CHOICE = "backfill-choice"
 BACKFILL_APPLY = "backfill-apply"
 RECONCILE_MESSAGE = "reconcile-message"
+
+HEALTH_QUERIES = "health-queries"
+KAFKA_LAG = "kafka-lag"
+LAG_SPARKLINE = "lag-sparkline"

@@ -98,6 +98,14 @@ def build_layout(refresh_ms: int, producer_enabled: bool | None, simulation: Sim
                                                   html.Div(id=ids.LATE_TRADES_LIST)]),
         ]),
         reconciliation_panel(reconcile_available),
+        html.Section(className="panel health", children=[
+            html.H2("Pipeline health"),
+            html.Div(id=ids.HEALTH_QUERIES),
+            html.Div(className="health-lag", children=[
+                html.Div(id=ids.KAFKA_LAG),
+                dcc.Graph(id=ids.LAG_SPARKLINE, className="sparkline", config={"displayModeBar": False}),
+            ]),
+        ]),
         dcc.Store(id=ids.SNAPSHOT),
         dcc.Store(id=ids.RECONCILE_RESULT),
         dcc.Interval(id=ids.TICK, interval=refresh_ms, n_intervals=0),

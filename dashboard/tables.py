@@ -88,3 +88,39 @@ def backfill_options(result: dict | None) -> list[dict]:
                  + ("" if w["final"] else " (open)"))
         options.append({"label": label, "value": w["window_start"], "disabled": not w["final"]})
     return options
+
+
+def _rate(value) -> str:
+    return "—" if value is None else f"{value:,.0f}/s"
+
+
+def health_table(snapshot: dict | None):
+    """Per query: state (with the error), batch, rates, duration, watermark, state rows, drops."""
+    status = (snapshot or {}).get("status", {})
+    rows = []
+    for q in status.get("queries", []):
+        state = f"FAILED: {q['error'][:300]}" if q["error"] else "active" if q["active"] else "stopped"
+        rows.append([q["name"], state, "—" if q["batch_id"] is None else f"{q['batch_id']:,}",
+                     _rate(q["input_rows_per_second"]), _rate(q["processed_rows_per_second"]),
+                     "—" if q["batch_duration_ms"] is None else f"{q['batch_duration_ms']:,} ms",
+                     (q["watermark"] or "—")[:19].replace("T", " "), f"{q['state_rows']:,}",
+                     f"{q['rows_dropped_by_watermark']:,}"])
+    table = _table(["Query", "Status", "Batch", "Input", "Processed", "Batch duration", "Watermark", "State rows",
+                    "Dropped by watermark (last batch)"], rows, "No streaming query in this run.")
+    producer = status.get("producer")
+    line = ("Producer: not available in this run." if producer is None else
+            f"Producer {'on' if producer['enabled'] else 'off'} · {producer['rate']:g} trades/s · "
+            f"sent {producer['sent']:,} · failed {producer['failed']:,}")
+    return [table, html.P(line, className="health-producer")]
+
+
+def lag_table(snapshot: dict | None):
+    kafka = (snapshot or {}).get("status", {}).get("kafka", {})
+    if kafka.get("error"):
+        return html.P(f"Kafka end offsets unavailable: {kafka['error']}", className="empty-note")
+    partitions = kafka.get("partitions", [])
+    names = sorted({name for row in partitions for name in row["lag"]})
+    rows = [[row["partition"], f"{row['end_offset']:,}", *(f"{row['lag'][n]:,}" for n in names)] for row in partitions]
+    if rows:
+        rows.append(["total", "", *(f"{kafka['total_lag'].get(n, 0):,}" for n in names)])
+    return _table(["Partition", "End offset", *(f"Lag {n}" for n in names)], rows, "No Kafka lag measured yet.")

@@ -3,10 +3,11 @@ logic lives in silver.py and gold.py, the writing in sinks.py and delta_sink.py.
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -112,13 +113,34 @@ class QueryStatus:
     watermark: str | None
     input_rows_per_second: float | None
     rows_dropped_by_watermark: int
+    processed_rows_per_second: float | None = None
+    batch_duration_ms: int | None = None
+    state_rows: int = 0
+    # (topic, partition) -> the next offset to process, as "topic:partition" keys for JSON
+    processed_offsets: dict[str, int] = field(default_factory=dict)
+
+
+def processed_offsets(progress: dict) -> dict[str, int]:
+    """From a query's progress: the end offset its last batch reached, per topic partition."""
+    offsets: dict[str, int] = {}
+    for source in progress.get("sources", []):
+        end = source.get("endOffset")
+        if isinstance(end, str):
+            try:
+                end = json.loads(end)
+            except ValueError:
+                continue
+        for topic, partitions in (end or {}).items():
+            if isinstance(partitions, dict):
+                offsets.update({f"{topic}:{p}": int(o) for p, o in partitions.items()})
+    return offsets
 
 
 def query_status(query: StreamingQuery) -> QueryStatus:
     progress = query.lastProgress or {}
     exception = query.exception() if not query.isActive else None
     watermark = (progress.get("eventTime") or {}).get("watermark")
-    dropped = sum(op.get("numRowsDroppedByWatermark", 0) for op in progress.get("stateOperators", []))
+    operators = progress.get("stateOperators", [])
     return QueryStatus(
         name=query.name,
         active=query.isActive,
@@ -127,7 +149,11 @@ def query_status(query: StreamingQuery) -> QueryStatus:
         last_batch_at=progress.get("timestamp"),
         watermark=None if watermark in (None, "1970-01-01T00:00:00.000Z") else watermark,
         input_rows_per_second=progress.get("inputRowsPerSecond"),
-        rows_dropped_by_watermark=dropped,
+        rows_dropped_by_watermark=sum(op.get("numRowsDroppedByWatermark", 0) for op in operators),
+        processed_rows_per_second=progress.get("processedRowsPerSecond"),
+        batch_duration_ms=(progress.get("durationMs") or {}).get("triggerExecution"),
+        state_rows=sum(op.get("numRowsTotal", 0) for op in operators),
+        processed_offsets=processed_offsets(progress),
     )
 
 

@@ -138,6 +138,7 @@ class Settings(KafkaTarget):
     master: str = "local[*]"
     simulation: Simulation = Simulation()
     refresh_ms: int = 2000
+    log_every_batches: int = 20  # a status line in the terminal every N gold micro-batches
 
     @property
     def checkpoint_dir(self) -> Path:
@@ -314,6 +315,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--host", default="127.0.0.1", help="dashboard bind address (default: %(default)s)")
     run.add_argument("--port", type=_port, default=8050, help="dashboard port (default: %(default)s)")
     run.add_argument("--master", default="local[*]", help="Spark master URL (default: %(default)s)")
+    run.add_argument("--log-every", type=_positive_int, default=Settings.log_every_batches, metavar="N",
+                     help="log a status line every N gold micro-batches (default: %(default)s)")
 
     stream = parser.add_argument_group("streaming")
     stream.add_argument("--window", type=_argtype(parse_duration), default=parse_duration("15 minutes"),
@@ -419,6 +422,7 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None
         max_offsets_per_trigger=ns.max_offsets_per_trigger,
         replay_from=ns.replay_from,
         master=ns.master,
+        log_every_batches=ns.log_every,
         simulation=Simulation(
             rate=ns.rate,
             clock_speed=ns.clock_speed,

@@ -142,13 +142,7 @@ def write_corrections_and_late_trades(data_dir):
 def test_callbacks_mark_corrections_list_too_late_trades_and_draw_the_watermark(tmp_path):
     write_gold(tmp_path, WINDOWS)
     write_corrections_and_late_trades(tmp_path)
-    from streaming.pipeline import QueryStatus
-
-    def pipeline_status():
-        return [QueryStatus("gold_trade_summary", True, None, 9, "2026-11-22T10:31:06.000Z",
-                            "2026-03-02T09:40:00.000Z", 20.0, 0)]
-
-    app = create_app(tmp_path, pipeline_status=pipeline_status)
+    app = create_app(tmp_path, health=lambda: HEALTH)
     client = app.server.test_client()
     snapshot = dash_post(client, f"{ids.SNAPSHOT}.data",
                          [{"id": ids.TICK, "property": "n_intervals", "value": 1}])[ids.SNAPSHOT]["data"]
@@ -235,3 +229,55 @@ def test_late_trade_controls_on_the_page_change_the_running_simulator(broker, tm
         assert simulator.simulation.max_lateness == timedelta(minutes=10)  # unchanged
     finally:
         simulator.stop()
+
+
+HEALTH = {
+    "at": "2026-11-22T10:31:07+00:00",
+    "queries": [
+        {"name": "bronze_silver", "active": True, "error": None, "batch_id": 120, "last_batch_at": "2026-11-22T10:31:06.500Z",
+         "watermark": None, "input_rows_per_second": 21.0, "rows_dropped_by_watermark": 0,
+         "processed_rows_per_second": 40.0, "batch_duration_ms": 510, "state_rows": 0,
+         "processed_offsets": {"trades:0": 40, "trades:1": 38}},
+        {"name": "gold_trade_summary", "active": False, "error": "StreamingQueryException: boom", "batch_id": 9,
+         "last_batch_at": "2026-11-22T10:31:06.000Z", "watermark": "2026-03-02T09:40:00.000Z",
+         "input_rows_per_second": 20.0, "rows_dropped_by_watermark": 2, "processed_rows_per_second": 35.5,
+         "batch_duration_ms": 1210, "state_rows": 1234, "processed_offsets": {"trades:0": 30, "trades:1": 38}},
+    ],
+    "producer": None,
+    "kafka": {"error": None, "partitions": [
+        {"partition": "trades:0", "end_offset": 42, "lag": {"bronze_silver": 2, "gold_trade_summary": 12}},
+        {"partition": "trades:1", "end_offset": 38, "lag": {"bronze_silver": 0, "gold_trade_summary": 0}}],
+        "total_lag": {"bronze_silver": 2, "gold_trade_summary": 12}},
+    "lag_history": [{"at": "2026-11-22T10:31:05+00:00", "lag": 20}, {"at": "2026-11-22T10:31:07+00:00", "lag": 12}],
+}
+
+
+def test_health_panel_shows_each_query_the_lag_per_partition_and_a_failure(tmp_path):
+    client = create_app(tmp_path, health=lambda: HEALTH).server.test_client()
+    snapshot = call(client, [f"{ids.SNAPSHOT}.data"], {f"{ids.TICK}.n_intervals": 1})[ids.SNAPSHOT]["data"]
+    panel = call(client, [f"{ids.HEALTH_QUERIES}.children", f"{ids.KAFKA_LAG}.children", f"{ids.LAG_SPARKLINE}.figure"],
+                 {f"{ids.SNAPSHOT}.data": snapshot})
+    text = json.dumps(panel)
+    assert "FAILED: StreamingQueryException: boom" in text and "1,210 ms" in text and "1,234" in text
+    assert "36/s" in text or "35/s" in text  # processed rows/s, rounded
+    assert "Lag gold_trade_summary" in text and '"12"' in text
+    assert decode(panel[ids.LAG_SPARKLINE]["figure"]["data"][0]["y"]) == [20, 12]
+
+
+def test_api_status_returns_the_snapshot_as_json(tmp_path):
+    client = create_app(tmp_path, health=lambda: HEALTH).server.test_client()
+    response = client.get("/api/status")
+    assert response.status_code == 200 and response.is_json
+    assert response.get_json()["kafka"]["total_lag"] == {"bronze_silver": 2, "gold_trade_summary": 12}
+    assert client.post("/api/status").status_code == 405  # read-only
+
+
+def test_lag_is_the_end_offset_minus_what_each_query_processed():
+    from streaming.health import partition_lags, total_lag
+    from streaming.pipeline import processed_offsets
+
+    progress = {"sources": [{"endOffset": '{"trades": {"0": 30, "1": 38}}'}]}
+    queries = [{"name": "gold", "processed_offsets": processed_offsets(progress)}]
+    rows = partition_lags({"trades:1": 38, "trades:0": 42, "trades:10": 5}, queries)
+    assert [(r["partition"], r["lag"]["gold"]) for r in rows] == [("trades:0", 12), ("trades:1", 0), ("trades:10", 5)]
+    assert total_lag(rows) == {"gold": 17}

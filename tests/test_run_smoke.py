@@ -55,13 +55,31 @@ def test_headless_run_fills_gold_from_produced_trades_and_exits_0_on_sigterm(tmp
 def test_dashboard_serves_the_page_and_its_data(tmp_path, stray_broker_guard):
     port, web = free_port(), free_port()
     app = RunPy("--no-producer", "--data-dir", str(tmp_path / "data"), "--broker-port", str(port),
-                "--port", str(web))
+                "--port", str(web), "--log-every", "1")
     try:
         app.wait_for_line(f"dashboard at http://127.0.0.1:{web}")
         page = urllib.request.urlopen(f"http://127.0.0.1:{web}/", timeout=10).read().decode()
         assert "<title>Trade Summary</title>" in page
         layout = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{web}/_dash-layout", timeout=10).read())
         assert "trade-summary-chart" in json.dumps(layout)
+
+        # Three trades: /api/status shows both queries past them, and no lag left on any partition.
+        TopicWriter(f"127.0.0.1:{port}", "trades").send(
+            *(trade(f"h{i}", "BUY", 1, 10.0, f"2026-03-02T09:0{i}:00Z", account_id=f"A{i}") for i in range(3)))
+
+        def caught_up():
+            status = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{web}/api/status", timeout=10).read())
+            partitions = status["kafka"]["partitions"]
+            done = (sum(p["end_offset"] for p in partitions) == 3 and len(status["queries"]) == 2
+                    and all(lag == 0 for lag in status["kafka"]["total_lag"].values()))
+            return status if done else None
+
+        status = wait_for(caught_up, 90, interval_s=1, what="/api/status to show the pipeline caught up")
+        assert {q["name"] for q in status["queries"]} == {"bronze_silver", "gold_trade_summary"}
+        assert all(q["active"] and q["error"] is None for q in status["queries"])
+        assert [p["partition"] for p in status["kafka"]["partitions"]] == ["trades:0", "trades:1", "trades:2"]
+        assert status["producer"]["enabled"] is False and status["lag_history"]
+        app.wait_for_line("status: bronze_silver active")
         code, _ = app.terminate()
         assert code == 0, app.output
     finally:

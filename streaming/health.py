@@ -1,0 +1,139 @@
+"""Pipeline health: one snapshot of the queries, the Kafka lag and the producer, sampled on a
+thread so the dashboard, `/api/status` and the terminal log all read the same figures.
+
+Lag per partition = the topic's end offset minus the offset a query has processed up to.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import logging
+import threading
+from datetime import datetime, timezone
+from typing import Callable, Mapping
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+log = logging.getLogger(__name__)
+
+
+def partition_lags(end_offsets: Mapping[str, int], queries: list[dict]) -> list[dict]:
+    """Per "topic:partition": its end offset and each query's lag (end - processed)."""
+    rows = []
+    for key in sorted(end_offsets, key=lambda k: (k.rsplit(":", 1)[0], int(k.rsplit(":", 1)[1]))):
+        end = end_offsets[key]
+        lags = {q["name"]: max(end - q["processed_offsets"].get(key, 0), 0) for q in queries}
+        rows.append({"partition": key, "end_offset": end, "lag": lags})
+    return rows
+
+
+def total_lag(partitions: list[dict]) -> dict[str, int]:
+    totals: dict[str, int] = collections.defaultdict(int)
+    for row in partitions:
+        for name, lag in row["lag"].items():
+            totals[name] += lag
+    return dict(totals)
+
+
+class EndOffsets:
+    """The topic's end offsets, asked of the broker (no consumer group, nothing committed)."""
+
+    def __init__(self, client_config: Mapping[str, str], topic: str):
+        self.topic = topic
+        self._consumer = Consumer({**client_config, "group.id": "trade-summary-health",
+                                   "enable.auto.commit": False, "logger": log})
+
+    def read(self, timeout_s: float = 2.0) -> dict[str, int]:
+        metadata = self._consumer.list_topics(self.topic, timeout=timeout_s).topics.get(self.topic)
+        if metadata is None or metadata.error is not None:
+            return {}
+        ends = {}
+        for partition in metadata.partitions:
+            _, high = self._consumer.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=timeout_s)
+            ends[f"{self.topic}:{partition}"] = high
+        return ends
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+class HealthMonitor:
+    """Samples every `interval_s`; keeps the total lag of the last `history_s` for a sparkline."""
+
+    def __init__(self, queries: Callable[[], list], producer: Callable[[], object | None],
+                 end_offsets: EndOffsets | None, interval_s: float = 2.0, history_s: float = 300.0):
+        self._queries = queries
+        self._producer = producer
+        self._end_offsets = end_offsets
+        self.interval_s = interval_s
+        self._history: collections.deque = collections.deque(maxlen=max(int(history_s / interval_s), 2))
+        self._latest: dict = {}
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="health", daemon=True)
+
+    def start(self) -> "HealthMonitor":
+        self.sample()
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._thread.is_alive():
+            self._thread.join(5)
+        if self._end_offsets is not None:
+            self._end_offsets.close()
+
+    def _run(self) -> None:
+        while not self._stopping.wait(self.interval_s):
+            try:
+                self.sample()
+            except Exception as exc:  # noqa: BLE001 - health must never take the app down
+                log.warning("health sample failed: %s", exc)
+
+    def sample(self) -> dict:
+        queries = [dataclasses.asdict(q) for q in self._queries()]
+        producer = self._producer()
+        kafka: dict = {"error": None, "partitions": [], "total_lag": {}}
+        if self._end_offsets is not None:
+            try:
+                kafka["partitions"] = partition_lags(self._end_offsets.read(), queries)
+                kafka["total_lag"] = total_lag(kafka["partitions"])
+            except KafkaException as exc:
+                kafka["error"] = str(exc)
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        snapshot = {
+            "at": now,
+            "queries": queries,
+            "producer": dataclasses.asdict(producer) if producer is not None else None,
+            "kafka": kafka,
+        }
+        with self._lock:
+            if kafka["total_lag"]:
+                self._history.append({"at": now, "lag": max(kafka["total_lag"].values())})
+            snapshot["lag_history"] = list(self._history)
+            self._latest = snapshot
+        return snapshot
+
+    def snapshot(self) -> dict:
+        with self._lock:
+            return self._latest or {"at": None, "queries": [], "producer": None,
+                                    "kafka": {"error": None, "partitions": [], "total_lag": {}}, "lag_history": []}
+
+
+def status_line(snapshot: dict) -> str:
+    """One terminal line: each query's batch, rates, duration, watermark, lag; the producer."""
+    parts = []
+    lags = snapshot.get("kafka", {}).get("total_lag", {})
+    for q in snapshot.get("queries", []):
+        state = "FAILED" if q["error"] else "active" if q["active"] else "stopped"
+        parts.append(f"{q['name']} {state}: batch {q['batch_id']}, {q['input_rows_per_second'] or 0:,.0f} in/s, "
+                     f"{q['processed_rows_per_second'] or 0:,.0f} processed/s, {q['batch_duration_ms'] or 0} ms, "
+                     f"watermark {q['watermark'] or '-'}, lag {lags.get(q['name'], '-')}")
+    producer = snapshot.get("producer")
+    if producer:
+        parts.append(f"producer {'on' if producer['enabled'] else 'off'}: {producer['rate']:g}/s, "
+                     f"sent {producer['sent']:,}, failed {producer['failed']:,}")
+    return "; ".join(parts)
+
