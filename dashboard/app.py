@@ -42,7 +42,7 @@ def create_app(data_dir: Path, refresh_ms: int = 2000, simulator=None,
         return snapshot
 
     app.layout = layout
-    register_callbacks(app, readers, status, simulator, reconciler)
+    register_callbacks(app, readers, status, simulator, reconciler, silver_path=data_dir / "silver" / "trades")
 
     @app.server.route("/api/status")
     def api_status():

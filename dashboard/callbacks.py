@@ -7,27 +7,42 @@ from __future__ import annotations
 import logging
 import math
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Callable
 
 import pandas as pd
 from dash import Dash, Input, Output, State, ctx, no_update
 
 from dashboard import figures, ids, tables
-from dashboard.data import TableReader, json_records, snapshot_from
+from dashboard.data import (
+    TableReader, json_records, read_silver_day, silver_windows, snapshot_from, trading_days, window_length,
+)
 
 log = logging.getLogger(__name__)
 UNAVAILABLE = "The producer simulation is not available in this run."
 
 
 def register_callbacks(app: Dash, readers: dict[str, TableReader], status: Callable[[], dict],
-                       simulator=None, reconciler=None) -> None:
+                       simulator=None, reconciler=None, silver_path: Path | None = None) -> None:
 
-    @app.callback(Output(ids.SNAPSHOT, "data"), Input(ids.TICK, "n_intervals"))
-    def refresh_snapshot(_tick):
-        snapshot = snapshot_from(readers["gold"].read(), readers["corrections"].read(),
-                                 readers["late_trades"].read())
+    @app.callback(Output(ids.SNAPSHOT, "data"), Input(ids.TICK, "n_intervals"), Input(ids.DAY_PICKER, "value"),
+                  Input(ids.CHANNEL_FILTER, "value"), Input(ids.SYMBOL_FILTER, "value"))
+    def refresh_snapshot(_tick, day, channel, symbol):
+        gold = readers["gold"].read()
+        drill = None
+        if (channel or symbol) and silver_path is not None:
+            shown = day or next(iter(trading_days(gold)), None)
+            if shown is not None:
+                drill = silver_windows(read_silver_day(silver_path, shown, channel, symbol), window_length(gold))
+        snapshot = snapshot_from(gold, readers["corrections"].read(), readers["late_trades"].read(), day, drill)
+        snapshot["filters"] = {"channel": channel, "symbol": symbol}
         snapshot["status"] = status()
         return snapshot
+
+    @app.callback(Output(ids.DAY_PICKER, "options"), Output(ids.KPI_CARDS, "children"), Output(ids.CHART_NOTE, "children"),
+                  Input(ids.SNAPSHOT, "data"))
+    def draw_day_and_kpis(snapshot):
+        return tables.day_options(snapshot), tables.kpi_cards(snapshot), tables.chart_note(snapshot)
 
     @app.callback(Output(ids.CHART, "figure"), Input(ids.SNAPSHOT, "data"), Input(ids.CHART_MODE, "value"),
                   Input(ids.FIRST_REPORTED, "value"))

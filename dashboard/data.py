@@ -5,8 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as pads
 from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
+
+from streaming.delta_sink import open_table
 
 GOLD_COLUMNS = ["window_start", "window_end", "buy_amount", "sell_amount", "settlement_amount",
                 "trade_count", "revision", "updated_at"]
@@ -15,6 +19,7 @@ CORRECTION_COLUMNS = ["window_start", "buy_amount_before", "buy_amount_after", "
                       "trade_count_before", "trade_count_after", "late_trades", "corrected_at", "batch_id"]
 LATE_TRADE_COLUMNS = ["trade_id", "event_time", "window_start", "watermark", "late_by_seconds", "side", "amount",
                       "detected_at", "backfilled_at"]
+SILVER_DRILL_COLUMNS = ["trade_id", "side", "amount", "event_time", "channel", "symbol"]
 FEED_ROWS = 50
 
 
@@ -43,13 +48,66 @@ class TableReader:
         return self._frame
 
 
-def trading_day(gold: pd.DataFrame) -> pd.DataFrame:
-    """The windows of the latest trading day in `gold`, oldest first."""
+def trading_days(gold: pd.DataFrame) -> list[str]:
+    """The days (YYYY-MM-DD, UTC) that gold has windows for, newest first."""
     if gold.empty:
-        return gold
-    starts = pd.to_datetime(gold["window_start"], utc=True)
-    day = starts.max().normalize()
-    return gold[starts.dt.normalize() == day].sort_values("window_start").reset_index(drop=True)
+        return []
+    days = pd.to_datetime(gold["window_start"], utc=True).dt.strftime("%Y-%m-%d").unique()
+    return sorted(days, reverse=True)
+
+
+def on_day(frame: pd.DataFrame, day: str | None, column: str = "window_start") -> pd.DataFrame:
+    """The rows whose `column` falls on `day` (YYYY-MM-DD, UTC), oldest first."""
+    if frame.empty or day is None:
+        return frame.iloc[0:0] if day is None else frame
+    times = pd.to_datetime(frame[column], utc=True)
+    return frame[times.dt.strftime("%Y-%m-%d") == day].sort_values(column).reset_index(drop=True)
+
+
+def trading_day(gold: pd.DataFrame, day: str | None = None) -> pd.DataFrame:
+    """The windows of `day`, or of the latest trading day in `gold`, oldest first."""
+    days = trading_days(gold)
+    return on_day(gold, day if day in days else (days[0] if days else None))
+
+
+def read_silver_day(path: Path, day: str, channel: str | None, symbol: str | None) -> pd.DataFrame:
+    """The valid trades of one day from silver, optionally of one channel and/or symbol."""
+    table = open_table(path)
+    if table is None:
+        return pd.DataFrame(columns=SILVER_DRILL_COLUMNS)
+    start = pd.Timestamp(day, tz="UTC")
+    utc = pa.timestamp("us", tz="UTC")
+    condition = ((pads.field("event_time") >= pa.scalar(start.to_pydatetime(), utc))
+                 & (pads.field("event_time") < pa.scalar((start + pd.Timedelta(days=1)).to_pydatetime(), utc)))
+    if channel:
+        condition &= pads.field("channel") == channel
+    if symbol:
+        condition &= pads.field("symbol") == symbol
+    return table.to_pyarrow_dataset().to_table(filter=condition, columns=SILVER_DRILL_COLUMNS).to_pandas()
+
+
+def window_length(gold: pd.DataFrame) -> pd.Timedelta:
+    """The pipeline's window, as gold shows it (15 minutes before any window exists)."""
+    if gold.empty:
+        return pd.Timedelta(minutes=15)
+    row = gold.iloc[0]
+    return pd.Timestamp(row["window_end"]) - pd.Timestamp(row["window_start"])
+
+
+def silver_windows(trades: pd.DataFrame, window: pd.Timedelta) -> pd.DataFrame:
+    """Trades -> gold-shaped windows (buy, sell, settlement, count), like gold.trade_summary."""
+    if trades.empty:
+        return pd.DataFrame(columns=["window_start", "window_end", *MEASURES, "revision", "updated_at"])
+    start = pd.to_datetime(trades["event_time"], utc=True).dt.floor(window)
+    frame = pd.DataFrame({"window_start": start,
+                          "buy": trades["amount"].where(trades["side"] == "BUY", 0.0),
+                          "sell": trades["amount"].where(trades["side"] == "SELL", 0.0)})
+    sums = frame.groupby("window_start").agg(buy_amount=("buy", "sum"), sell_amount=("sell", "sum"),
+                                             trade_count=("buy", "size")).reset_index()
+    sums["window_end"] = sums["window_start"] + window
+    sums["settlement_amount"] = sums["buy_amount"] - sums["sell_amount"]
+    sums["revision"], sums["updated_at"] = 1, pd.NaT
+    return sums
 
 
 def _iso(value) -> str | None:
@@ -75,14 +133,19 @@ def first_reported(corrections: pd.DataFrame) -> dict[pd.Timestamp, pd.Series]:
 
 
 def snapshot_from(gold: pd.DataFrame, corrections: pd.DataFrame | None = None,
-                  late_trades: pd.DataFrame | None = None) -> dict:
-    """The JSON-able snapshot kept in the browser's dcc.Store: the current day's windows, the
-    corrections and too-late trades (newest first) and their counters."""
-    day = trading_day(gold)
-    corrections = corrections if corrections is not None else pd.DataFrame(columns=CORRECTION_COLUMNS)
+                  late_trades: pd.DataFrame | None = None, day: str | None = None,
+                  drill: pd.DataFrame | None = None) -> dict:
+    """The JSON-able snapshot kept in the browser's dcc.Store: one trading day's windows (the
+    latest unless `day` is given), that day's corrections and too-late trades (newest first),
+    its KPIs and counters. `drill`: windows from silver for a channel/symbol, shown instead."""
+    days = trading_days(gold)
+    day = day if day in days else (days[0] if days else None)
+    corrections = on_day(corrections if corrections is not None else pd.DataFrame(columns=CORRECTION_COLUMNS), day)
+    late_trades = on_day(late_trades if late_trades is not None else pd.DataFrame(columns=LATE_TRADE_COLUMNS), day)
+    day_windows = on_day(gold, day) if drill is None else drill
     first = first_reported(corrections)
     records = []
-    for row in day.itertuples(index=False):
+    for row in day_windows.itertuples(index=False):
         record = {
             "window_start": pd.Timestamp(row.window_start).isoformat(),
             "window_end": pd.Timestamp(row.window_end).isoformat(),
@@ -97,10 +160,20 @@ def snapshot_from(gold: pd.DataFrame, corrections: pd.DataFrame | None = None,
             value = before[f"{measure}_before"] if before is not None else record[measure]
             record[f"{measure}_first"] = int(value) if measure == "trade_count" else float(value)
         records.append(record)
-    late_trades = late_trades if late_trades is not None else pd.DataFrame(columns=LATE_TRADE_COLUMNS)
     newest = corrections.sort_values(["corrected_at", "window_start"], ascending=False).head(FEED_ROWS)
     latest_late = late_trades.sort_values("detected_at", ascending=False).head(FEED_ROWS)
     return {
+        "day": day,
+        "days": days,
+        "drill_down": drill is not None,
+        "kpis": {
+            "buy": float(sum(r["buy_amount"] for r in records)),
+            "sell": float(sum(r["sell_amount"] for r in records)),
+            "settlement": float(sum(r["settlement_amount"] for r in records)),
+            "trades": int(sum(r["trade_count"] for r in records)),
+            "corrections": int(len(corrections)),
+            "too_late": int(len(late_trades)),
+        },
         "windows": records,
         "last_update": None if gold.empty else _iso(gold["updated_at"].max()),
         "corrections": json_records(newest, ("window_start", "corrected_at")),

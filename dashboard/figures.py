@@ -58,8 +58,8 @@ def empty_figure(message: str) -> go.Figure:
 
 
 def correction_story(correction: dict) -> str:
-    """'09:30 window: buy 1,200.00 -> 1,700.00 at 10:31:05, 2 late trades'."""
-    changes = [f"{label} {correction[f'{m}_before']:,.2f} → {correction[f'{m}_after']:,.2f}"
+    """'09:30 window: buy $1,200.00 → $1,700.00 at 10:31:05 UTC, 2 late trades'."""
+    changes = [f"{label} ${correction[f'{m}_before']:,.2f} → ${correction[f'{m}_after']:,.2f}"
                for label, m in (("buy", "buy_amount"), ("sell", "sell_amount"))
                if correction[f"{m}_before"] != correction[f"{m}_after"]]
     n = correction["late_trades"]
@@ -81,7 +81,7 @@ def summary_figure(snapshot: dict | None, mode: str = ids.MODE_WINDOW, first_rep
     if mode == ids.MODE_RUNNING:
         frame = running_totals(frame)
     x = frame["window_start"]
-    hover = "%{x|%H:%M} window<br>%{fullData.name}: %{y:,.2f}<extra></extra>"
+    hover = "%{fullData.name}: %{y:$,.2f}<extra></extra>"
     fig = go.Figure([
         go.Scatter(x=x, y=frame["buy_amount"], name="Total buy", mode="lines+markers",
                    line=dict(color=BUY_COLOR, width=2.5), hovertemplate=hover),
@@ -115,10 +115,10 @@ def summary_figure(snapshot: dict | None, mode: str = ids.MODE_WINDOW, first_rep
         template="plotly_white", height=460, hovermode="x unified",
         margin=dict(l=70, r=20, t=30, b=50),
         legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
-        xaxis=dict(title=f"Window start (UTC) · {day}", tickformat="%H:%M", dtick=15 * 60 * 1000
-                   if len(frame) <= 40 else None),
-        yaxis=dict(title="Amount" + (" (running total)" if mode == ids.MODE_RUNNING else ""),
-                   tickformat=",.0f", zeroline=True, zerolinecolor="#bbb"),
+        xaxis=dict(title=f"Window start (UTC) · {day}", tickformat="%H:%M", hoverformat="%H:%M window",
+                   dtick=15 * 60 * 1000 if len(frame) <= 40 else None),
+        yaxis=dict(title="Amount (USD)" + (" · running total" if mode == ids.MODE_RUNNING else ""),
+                   tickprefix="$", tickformat=",.0f", zeroline=True, zerolinecolor="#bbb"),
         uirevision="keep-zoom",
     )
     return fig

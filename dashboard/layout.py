@@ -5,6 +5,7 @@ from __future__ import annotations
 from dash import dcc, html
 
 from dashboard import ids
+from streaming.producer import CHANNELS, SYMBOLS
 from streaming.settings import Simulation
 
 
@@ -89,7 +90,19 @@ def build_layout(refresh_ms: int, producer_enabled: bool | None, simulation: Sim
             ]),
             late_trade_controls(simulation, watermark_minutes),
         ]),
-        dcc.Graph(id=ids.CHART, className="chart", config={"displaylogo": False}),
+        html.Section(id=ids.KPI_CARDS, className="kpis"),
+        html.Div(className="chart-toolbar", children=[
+            html.Label(["Day", dcc.Dropdown(id=ids.DAY_PICKER, placeholder="Latest trading day", clearable=True,
+                                            searchable=False, className="picker")]),
+            html.Label(["Channel", dcc.Dropdown(id=ids.CHANNEL_FILTER, placeholder="All channels",
+                                                options=[{"label": c.capitalize(), "value": c} for c in CHANNELS],
+                                                clearable=True, searchable=False, className="picker")]),
+            html.Label(["Symbol", dcc.Dropdown(id=ids.SYMBOL_FILTER, placeholder="All symbols",
+                                               options=[{"label": s, "value": s} for s in SYMBOLS],
+                                               clearable=True, className="picker")]),
+            html.Span(id=ids.CHART_NOTE, className="chart-note"),
+        ]),
+        dcc.Graph(id=ids.CHART, className="chart", config={"displaylogo": False, "responsive": True}),
         html.Div(id=ids.LATE_COUNTERS, className="status-line late-counters"),
         html.Section(className="panels", children=[
             html.Div(className="panel", children=[html.H2("Late-arrival corrections (newest first)"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 from dash import html
 
 
@@ -15,7 +16,7 @@ def _table(headers: list[str], rows: list[list], empty: str) -> html.Table | htm
 
 
 def _change(before: float, after: float) -> str:
-    return f"{before:,.2f} → {after:,.2f}" if before != after else f"{after:,.2f}"
+    return f"{money(before)} → {money(after)}" if before != after else money(after)
 
 
 def corrections_feed(snapshot: dict | None):
@@ -30,7 +31,7 @@ def corrections_feed(snapshot: dict | None):
 
 
 def late_trades_list(snapshot: dict | None):
-    rows = [[t["event_time"][11:19], t["window_start"][11:16], t["side"], f"{t['amount']:,.2f}",
+    rows = [[t["event_time"][11:19], t["window_start"][11:16], t["side"], money(t["amount"]),
              t["watermark"][11:19], f"{t['late_by_seconds'] / 60:,.1f} min", t["trade_id"][:12],
              f"backfilled {t['backfilled_at'][11:19]}" if t.get("backfilled_at") else "no"]
             for t in (snapshot or {}).get("late_trades", [])]
@@ -69,7 +70,7 @@ def reconciliation_table(result: dict | None):
     rows = [[w["window_start"][11:16],
              _change(w["buy_amount_gold"], w["buy_amount_silver"]), _change(w["sell_amount_gold"], w["sell_amount_silver"]),
              f"{w['trade_count_gold']:,} → {w['trade_count_silver']:,}",
-             f"{w['late_trades']:,} ({_signed(w['late_buy'])} buy, {_signed(w['late_sell'])} sell)",
+             f"{w['late_trades']:,} ({money(w['late_buy'])} buy, {money(w['late_sell'])} sell)",
              reconcile_status(w)]
             for w in differing]
     summary = html.P(f"{len(windows) - len(differing)} of {len(windows)} windows of {result['day']} match silver "
@@ -124,3 +125,36 @@ def lag_table(snapshot: dict | None):
     if rows:
         rows.append(["total", "", *(f"{kafka['total_lag'].get(n, 0):,}" for n in names)])
     return _table(["Partition", "End offset", *(f"Lag {n}" for n in names)], rows, "No Kafka lag measured yet.")
+
+
+def money(value: float, decimals: int = 2) -> str:
+    """$1,234,567.89; negative as −$1,234.00."""
+    sign = "−" if value < 0 else ""
+    return f"{sign}${abs(value):,.{decimals}f}"
+
+
+def kpi_cards(snapshot: dict | None) -> list:
+    """The day's totals, one card each."""
+    k = (snapshot or {}).get("kpis") or {"buy": 0.0, "sell": 0.0, "settlement": 0.0, "trades": 0,
+                                         "corrections": 0, "too_late": 0}
+    cards = [("Total buy", money(k["buy"], 0), "kpi-buy"), ("Total sell", money(k["sell"], 0), "kpi-sell"),
+             ("Settlement", money(k["settlement"], 0), "kpi-settlement"),
+             ("Trades counted", f"{k['trades']:,}", ""), ("Late corrections", f"{k['corrections']:,}", ""),
+             ("Too late to count", f"{k['too_late']:,}", "")]
+    return [html.Div(className=f"kpi {extra}".strip(), children=[html.Span(label, className="kpi-label"),
+                                                                html.Span(value, className="kpi-value")])
+            for label, value, extra in cards]
+
+
+def day_options(snapshot: dict | None) -> list[dict]:
+    return [{"label": pd.Timestamp(day).strftime("%a %d %b %Y"), "value": day}
+            for day in (snapshot or {}).get("days", [])]
+
+
+def chart_note(snapshot: dict | None) -> str:
+    filters = (snapshot or {}).get("filters") or {}
+    if not (snapshot or {}).get("drill_down"):
+        return "Streaming gold: trades within the watermark, corrections included."
+    chosen = " · ".join(f"{name} {value}" for name, value in filters.items() if value)
+    return (f"Drill-down ({chosen}): from silver, so every valid trade counts, also those too late for the "
+            "watermark; clear the filters for the streaming totals.")

@@ -25,3 +25,12 @@ def call(client, outputs: list[str], inputs: dict, state: dict | None = None) ->
     response = client.post("/_dash-update-component", json=payload)
     assert response.status_code == 200, response.data
     return response.get_json()["response"]
+
+
+def store_snapshot(client, day=None, channel=None, symbol=None) -> dict:
+    """What the interval callback puts in the store for the page's current choices."""
+    from dashboard import ids
+
+    return call(client, [f"{ids.SNAPSHOT}.data"], {
+        f"{ids.TICK}.n_intervals": 1, f"{ids.DAY_PICKER}.value": day, f"{ids.CHANNEL_FILTER}.value": channel,
+        f"{ids.SYMBOL_FILTER}.value": symbol})[ids.SNAPSHOT]["data"]

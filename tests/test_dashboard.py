@@ -13,7 +13,7 @@ from dashboard.data import GOLD_COLUMNS, TableReader, snapshot_from
 from dashboard.figures import BUY_COLOR, SELL_COLOR, SETTLEMENT_COLOR, summary_figure
 from streaming.delta_sink import publish
 from streaming.gold import GOLD_SCHEMA, GOLD_TABLE
-from tests.dash_client import call, decode
+from tests.dash_client import call, decode, store_snapshot
 
 UTC = timezone.utc
 
@@ -85,8 +85,7 @@ def test_registered_callbacks_build_three_traces_from_the_gold_table(tmp_path):
     app = create_app(tmp_path)
     client = app.server.test_client()
     assert client.get("/").status_code == 200
-    snapshot = dash_post(client, f"{ids.SNAPSHOT}.data",
-                         [{"id": ids.TICK, "property": "n_intervals", "value": 1}])[ids.SNAPSHOT]["data"]
+    snapshot = store_snapshot(client)
     figure = dash_post(client, f"{ids.CHART}.figure",
                        [{"id": ids.SNAPSHOT, "property": "data", "value": snapshot},
                         {"id": ids.CHART_MODE, "property": "value", "value": ids.MODE_WINDOW},
@@ -144,8 +143,7 @@ def test_callbacks_mark_corrections_list_too_late_trades_and_draw_the_watermark(
     write_corrections_and_late_trades(tmp_path)
     app = create_app(tmp_path, health=lambda: HEALTH)
     client = app.server.test_client()
-    snapshot = dash_post(client, f"{ids.SNAPSHOT}.data",
-                         [{"id": ids.TICK, "property": "n_intervals", "value": 1}])[ids.SNAPSHOT]["data"]
+    snapshot = store_snapshot(client)
     assert snapshot["counters"] == {"corrections": 1, "late_but_counted": 1, "too_late": 1}
 
     figure = dash_post(client, f"{ids.CHART}.figure",
@@ -153,7 +151,7 @@ def test_callbacks_mark_corrections_list_too_late_trades_and_draw_the_watermark(
                         {"id": ids.CHART_MODE, "property": "value", "value": ids.MODE_WINDOW},
                         {"id": ids.FIRST_REPORTED, "property": "value", "value": []}])[ids.CHART]["figure"]
     marker = next(t for t in figure["data"] if t["name"] == "Corrected by late trades")
-    assert marker["hovertext"] == ["09:15 window: buy 200.00 → 230.00 at 10:31:05 UTC, 1 late trade"]
+    assert marker["hovertext"] == ["09:15 window: buy $200.00 → $230.00 at 10:31:05 UTC, 1 late trade"]
     assert any(shape["type"] == "line" and shape["x0"].startswith("2026-03-02T09:40")
                for shape in figure["layout"]["shapes"])
 
@@ -161,7 +159,7 @@ def test_callbacks_mark_corrections_list_too_late_trades_and_draw_the_watermark(
                                                     ids.LATE_TRADES_LIST)], {f"{ids.SNAPSHOT}.data": snapshot})
     text = json.dumps(feeds)
     assert "1 late but counted" in text and "1 too late to count" in text
-    assert "200.00 \\u2192 230.00" in text and "09:15" in text  # the feed row
+    assert "$200.00 \\u2192 $230.00" in text and "09:15" in text  # the feed row
     assert "t7-abcdef" in text and "55.0 min" in text  # the too-late list
     assert "Watermark 2026-03-02 09:40" in text
 
@@ -177,7 +175,7 @@ def test_first_reported_toggle_shows_the_values_before_the_first_correction(tmp_
     write_gold(tmp_path, [("09:00", 1000.0, 400.0, 3), ("09:15", 230.0, 700.0, 3), ("09:30", 50.0, 0.0, 1)])
     write_corrections_and_late_trades(tmp_path)
     client = create_app(tmp_path).server.test_client()
-    snapshot = call(client, [f"{ids.SNAPSHOT}.data"], {f"{ids.TICK}.n_intervals": 1})[ids.SNAPSHOT]["data"]
+    snapshot = store_snapshot(client)
 
     plain = chart(client, snapshot, first_reported=False)
     assert not [t for t in plain["data"] if "first reported" in t["name"]]
@@ -254,7 +252,7 @@ HEALTH = {
 
 def test_health_panel_shows_each_query_the_lag_per_partition_and_a_failure(tmp_path):
     client = create_app(tmp_path, health=lambda: HEALTH).server.test_client()
-    snapshot = call(client, [f"{ids.SNAPSHOT}.data"], {f"{ids.TICK}.n_intervals": 1})[ids.SNAPSHOT]["data"]
+    snapshot = store_snapshot(client)
     panel = call(client, [f"{ids.HEALTH_QUERIES}.children", f"{ids.KAFKA_LAG}.children", f"{ids.LAG_SPARKLINE}.figure"],
                  {f"{ids.SNAPSHOT}.data": snapshot})
     text = json.dumps(panel)
@@ -281,3 +279,51 @@ def test_lag_is_the_end_offset_minus_what_each_query_processed():
     rows = partition_lags({"trades:1": 38, "trades:0": 42, "trades:10": 5}, queries)
     assert [(r["partition"], r["lag"]["gold"]) for r in rows] == [("trades:0", 12), ("trades:1", 0), ("trades:10", 5)]
     assert total_lag(rows) == {"gold": 17}
+
+
+def test_kpi_cards_sum_the_day_with_currency_and_thousands_separators(tmp_path):
+    write_gold(tmp_path, WINDOWS)
+    write_corrections_and_late_trades(tmp_path)
+    client = create_app(tmp_path).server.test_client()
+    snapshot = store_snapshot(client)
+    assert snapshot["kpis"] == {"buy": 1250.0, "sell": 1100.0, "settlement": 150.0, "trades": 6,
+                                "corrections": 1, "too_late": 1}
+    cards = json.dumps(call(client, [f"{ids.DAY_PICKER}.options", f"{ids.KPI_CARDS}.children",
+                                     f"{ids.CHART_NOTE}.children"], {f"{ids.SNAPSHOT}.data": snapshot}))
+    for text in ("Total buy", "$1,250", "$1,100", "$150", "Trades counted", "Too late to count"):
+        assert text in cards
+    assert "Mon 02 Mar 2026" in cards and "Sun 01 Mar 2026" in cards
+
+
+def test_day_picker_shows_an_earlier_trading_day(tmp_path):
+    write_gold(tmp_path, WINDOWS)  # plus one 16:45 window on 2026-03-01
+    client = create_app(tmp_path).server.test_client()
+    assert store_snapshot(client)["days"] == ["2026-03-02", "2026-03-01"]
+    earlier = store_snapshot(client, day="2026-03-01")
+    assert [w["window_start"][:16] for w in earlier["windows"]] == ["2026-03-01T16:45"]
+    assert earlier["kpis"]["buy"] == 99.0 and earlier["day"] == "2026-03-01"
+
+
+def test_drill_down_by_channel_and_symbol_recomputes_windows_from_silver(tmp_path):
+    from streaming.silver import SILVER_SCHEMA, SILVER_TABLE
+
+    write_gold(tmp_path, WINDOWS)
+    now = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)
+    trades = [("m1", "AAPL", "BUY", 10.0, "mobile", "09:01"), ("m2", "MSFT", "SELL", 4.0, "mobile", "09:20"),
+              ("w1", "AAPL", "BUY", 100.0, "web", "09:02"), ("m3", "AAPL", "SELL", 1.0, "mobile", "09:16")]
+    rows = [{"trade_id": t, "account_id": "A", "symbol": sym, "side": side, "quantity": 1, "price": amount,
+             "amount": amount, "channel": channel, "event_time": datetime(2026, 3, 2, 9, int(hm[3:]), tzinfo=UTC),
+             "topic": "trades", "partition": 0, "offset": i, "kafka_timestamp": now, "ingested_at": now}
+            for i, (t, sym, side, amount, channel, hm) in enumerate(trades)]
+    publish(tmp_path / SILVER_TABLE, pa.Table.from_pylist(rows, schema=SILVER_SCHEMA), ("trade_id",), "fixture", 0)
+    client = create_app(tmp_path).server.test_client()
+
+    mobile = store_snapshot(client, channel="mobile")
+    assert [(w["window_start"][11:16], w["buy_amount"], w["sell_amount"], w["trade_count"]) for w in mobile["windows"]] \
+        == [("09:00", 10.0, 0.0, 1), ("09:15", 0.0, 5.0, 2)]
+    mobile_apple = store_snapshot(client, channel="mobile", symbol="AAPL")
+    assert [(w["window_start"][11:16], w["settlement_amount"]) for w in mobile_apple["windows"]] \
+        == [("09:00", 10.0), ("09:15", -1.0)]
+    note = call(client, [f"{ids.DAY_PICKER}.options", f"{ids.KPI_CARDS}.children", f"{ids.CHART_NOTE}.children"],
+                {f"{ids.SNAPSHOT}.data": mobile_apple})[ids.CHART_NOTE]["children"]
+    assert "channel mobile · symbol AAPL" in note and "from silver" in note

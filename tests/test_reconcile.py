@@ -17,7 +17,7 @@ from streaming.pipeline import Pipeline
 from streaming.reconcile import BACKFILL_QUERY_ID, Reconciler, compare
 from streaming.settings import Settings
 from tests.conftest import process, trade
-from tests.dash_client import call
+from tests.dash_client import call, store_snapshot
 
 DAY = "2026-03-02T"
 
@@ -68,7 +68,7 @@ def test_reconciliation_explains_too_late_trades_and_backfill_is_recorded_once(s
 
         # The page shows the same through its own callbacks; 10:00 cannot be chosen while open.
         client = create_app(settings.data_dir, reconciler=reconciler).server.test_client()
-        snapshot = call(client, [f"{ids.SNAPSHOT}.data"], {f"{ids.TICK}.n_intervals": 1})[ids.SNAPSHOT]["data"]
+        snapshot = store_snapshot(client)
         checked = call(client, [f"{ids.RECONCILE_RESULT}.data", f"{ids.RECONCILE_MESSAGE}.children"],
                        {f"{ids.RECONCILE_CHECK}.n_clicks": 1, f"{ids.BACKFILL_APPLY}.n_clicks": 0},
                        {f"{ids.BACKFILL_CHOICE}.value": [], f"{ids.SNAPSHOT}.data": snapshot})
