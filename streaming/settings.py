@@ -394,10 +394,6 @@ def _kafka_target(ns: argparse.Namespace, environ: Mapping[str, str]) -> dict:
     for name, value in environ.items():
         if name.startswith(KAFKA_ENV_PREFIX):
             kafka_options[name[len(KAFKA_ENV_PREFIX):].lower().replace("_", ".")] = value
-    if ns.max_lateness is not None and not timedelta(0) < ns.max_lateness < ns.watermark:
-        minutes = lambda d: f"{d.total_seconds() / 60:g} minutes"  # noqa: E731
-        raise UsageError(f"--max-lateness {minutes(ns.max_lateness)} must be shorter than the watermark "
-                         f"({minutes(ns.watermark)}); later trades are the beyond-watermark ones")
     bootstrap = ns.bootstrap_servers or kafka_options.pop("bootstrap.servers", None)
     if bootstrap and ns.bootstrap_servers is None:
         bootstrap = _bootstrap(bootstrap)
@@ -409,6 +405,10 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None
     """Flags and environment -> Settings. Raises UsageError with a readable message."""
     environ = {} if environ is None else environ
     ns = _parse_args(build_parser(), argv, environ)
+    if ns.max_lateness is not None and not timedelta(0) < ns.max_lateness < ns.watermark:
+        minutes = lambda d: f"{d.total_seconds() / 60:g} minutes"  # noqa: E731
+        raise UsageError(f"--max-lateness {minutes(ns.max_lateness)} must be shorter than the watermark "
+                         f"({minutes(ns.watermark)}); later trades are the beyond-watermark ones")
     return Settings(
         **_kafka_target(ns, environ),
         producer_enabled=not ns.no_producer,
