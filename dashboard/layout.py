@@ -9,7 +9,7 @@ from streaming.producer import CHANNELS, SYMBOLS
 from streaming.settings import Simulation
 
 
-def _number(id_: str, value, low: float, high: float, step: float, disabled: bool) -> dcc.Input:
+def _number(id_: str, value, low: float, high: float, step, disabled: bool) -> dcc.Input:
     return dcc.Input(id=id_, type="number", min=low, max=high, step=step, value=value, disabled=disabled,
                      debounce=True, className="number-input")
 
@@ -24,11 +24,11 @@ def late_trade_controls(simulation: Simulation | None, watermark_minutes: float 
         max_minutes = round(lateness.total_seconds() / 60 if lateness else 0.9 * watermark_minutes, 1)
     return html.Fieldset(className="control-group", children=[
         html.Legend("Late trades"),
-        html.Label(["Late ", _number(ids.LATE_SHARE_INPUT, late, 0, 100, 0.5, disabled), " % of trades"]),
+        html.Label(["Late ", _number(ids.LATE_SHARE_INPUT, late, 0, 100, "any", disabled), " % of trades"]),
         html.Label(["of which beyond the watermark ",
-                    _number(ids.BEYOND_SHARE_INPUT, beyond, 0, 100, 1, disabled), " %"]),
+                    _number(ids.BEYOND_SHARE_INPUT, beyond, 0, 100, "any", disabled), " %"]),
         html.Label(["the others late by up to ",
-                    _number(ids.MAX_LATENESS_INPUT, max_minutes, 0.1, watermark_minutes, 0.5, disabled),
+                    _number(ids.MAX_LATENESS_INPUT, max_minutes, 0.1, watermark_minutes, "any", disabled),
                     f" min (watermark {watermark_minutes:g} min)" if watermark_minutes else " min"]),
         html.Button("Apply", id=ids.LATE_APPLY, n_clicks=0, disabled=disabled),
         html.Span(id=ids.LATE_MESSAGE, className="control-message", role="status"),
@@ -52,9 +52,43 @@ def reconciliation_panel(available: bool) -> html.Section:
     ])
 
 
+def producer_controls(producer_enabled: bool | None, rate: float | None) -> html.Fieldset:
+    available = producer_enabled is not None
+    return html.Fieldset(className="control-group", children=[
+        html.Legend("Producer simulation"),
+        dcc.Checklist(id=ids.PRODUCER_SWITCH, className="switch",
+                      options=[{"label": " Simulation running", "value": "on", "disabled": not available}],
+                      value=["on"] if producer_enabled else []),
+        html.Label(["Trades per second ", _number(ids.RATE_INPUT, rate, 0.1, 100_000, "any", not available)]),
+        html.Button("Apply", id=ids.RATE_APPLY, n_clicks=0, disabled=not available),
+        html.Span(id=ids.CONTROL_MESSAGE, className="control-message", role="status"),
+    ])
+
+
+def chart_toolbar() -> html.Div:
+    """What the chart shows: the day, a channel/symbol drill-down, per window or running, ghosts."""
+    return html.Div(className="chart-toolbar", children=[
+        html.Label(["Day", dcc.Dropdown(id=ids.DAY_PICKER, placeholder="Latest trading day", clearable=True,
+                                        searchable=False, className="picker")]),
+        html.Label(["Channel", dcc.Dropdown(id=ids.CHANNEL_FILTER, placeholder="All channels",
+                                            options=[{"label": c.capitalize(), "value": c} for c in CHANNELS],
+                                            clearable=True, searchable=False, className="picker")]),
+        html.Label(["Symbol", dcc.Dropdown(id=ids.SYMBOL_FILTER, placeholder="All symbols",
+                                           options=[{"label": s, "value": s} for s in SYMBOLS],
+                                           clearable=True, className="picker")]),
+        dcc.RadioItems(id=ids.CHART_MODE, className="radio", inline=True, value=ids.MODE_WINDOW,
+                       options=[{"label": " Per window", "value": ids.MODE_WINDOW},
+                                {"label": " Running total over the day", "value": ids.MODE_RUNNING}]),
+        dcc.Checklist(id=ids.FIRST_REPORTED, className="switch", value=[],
+                      options=[{"label": " Show as first reported", "value": "on"}]),
+        html.Span(id=ids.CHART_NOTE, className="chart-note"),
+    ])
+
+
 def build_layout(refresh_ms: int, producer_enabled: bool | None, simulation: Simulation | None = None,
                  watermark_minutes: float | None = None, reconcile_available: bool = False):
-    producer_available = producer_enabled is not None
+    """KPI cards, then the chart (it dominates), then the controls, the late-data panels,
+    reconciliation and health."""
     rate = simulation.rate if simulation is not None else None
     return html.Div(className="page", children=[
         html.Header(className="header", children=[
@@ -62,47 +96,13 @@ def build_layout(refresh_ms: int, producer_enabled: bool | None, simulation: Sim
             html.Span("15-minute windows · buy, sell and settlement, live from Kafka", className="subtitle"),
         ]),
         html.Div(id=ids.STATUS_LINE, className="status-line", children="Starting…"),
+        html.Section(id=ids.KPI_CARDS, className="kpis"),
+        chart_toolbar(),
+        dcc.Graph(id=ids.CHART, className="chart", config={"displaylogo": False, "responsive": True}),
         html.Section(className="controls", children=[
-            html.Fieldset(className="control-group", children=[
-                html.Legend("Producer simulation"),
-                dcc.Checklist(
-                    id=ids.PRODUCER_SWITCH, className="switch",
-                    options=[{"label": " Simulation running", "value": "on",
-                              "disabled": not producer_available}],
-                    value=["on"] if producer_enabled else [],
-                ),
-                html.Label(["Trades per second ",
-                            dcc.Input(id=ids.RATE_INPUT, type="number", min=0.1, max=100000, step=0.1,
-                                      value=rate, disabled=not producer_available, debounce=True,
-                                      className="number-input")]),
-                html.Button("Apply", id=ids.RATE_APPLY, n_clicks=0, disabled=not producer_available),
-                html.Span(id=ids.CONTROL_MESSAGE, className="control-message", role="status"),
-            ]),
-            html.Fieldset(className="control-group", children=[
-                html.Legend("Chart"),
-                dcc.RadioItems(
-                    id=ids.CHART_MODE, className="radio", inline=True, value=ids.MODE_WINDOW,
-                    options=[{"label": " Per window", "value": ids.MODE_WINDOW},
-                             {"label": " Running total over the day", "value": ids.MODE_RUNNING}],
-                ),
-                dcc.Checklist(id=ids.FIRST_REPORTED, className="switch", value=[],
-                              options=[{"label": " Show as first reported", "value": "on"}]),
-            ]),
+            producer_controls(producer_enabled, rate),
             late_trade_controls(simulation, watermark_minutes),
         ]),
-        html.Section(id=ids.KPI_CARDS, className="kpis"),
-        html.Div(className="chart-toolbar", children=[
-            html.Label(["Day", dcc.Dropdown(id=ids.DAY_PICKER, placeholder="Latest trading day", clearable=True,
-                                            searchable=False, className="picker")]),
-            html.Label(["Channel", dcc.Dropdown(id=ids.CHANNEL_FILTER, placeholder="All channels",
-                                                options=[{"label": c.capitalize(), "value": c} for c in CHANNELS],
-                                                clearable=True, searchable=False, className="picker")]),
-            html.Label(["Symbol", dcc.Dropdown(id=ids.SYMBOL_FILTER, placeholder="All symbols",
-                                               options=[{"label": s, "value": s} for s in SYMBOLS],
-                                               clearable=True, className="picker")]),
-            html.Span(id=ids.CHART_NOTE, className="chart-note"),
-        ]),
-        dcc.Graph(id=ids.CHART, className="chart", config={"displaylogo": False, "responsive": True}),
         html.Div(id=ids.LATE_COUNTERS, className="status-line late-counters"),
         html.Section(className="panels", children=[
             html.Div(className="panel", children=[html.H2("Late-arrival corrections (newest first)"),

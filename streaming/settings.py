@@ -315,6 +315,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--host", default="127.0.0.1", help="dashboard bind address (default: %(default)s)")
     run.add_argument("--port", type=_port, default=8050, help="dashboard port (default: %(default)s)")
     run.add_argument("--master", default="local[*]", help="Spark master URL (default: %(default)s)")
+    run.add_argument("--refresh-ms", type=_positive_int, default=Settings.refresh_ms, metavar="MS",
+                     help="how often the dashboard refreshes, in milliseconds (default: %(default)s)")
     run.add_argument("--log-every", type=_positive_int, default=Settings.log_every_batches, metavar="N",
                      help="log a status line every N gold micro-batches (default: %(default)s)")
 
@@ -423,6 +425,7 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None
         replay_from=ns.replay_from,
         master=ns.master,
         log_every_batches=ns.log_every,
+        refresh_ms=ns.refresh_ms,
         simulation=Simulation(
             rate=ns.rate,
             clock_speed=ns.clock_speed,

@@ -1,0 +1,151 @@
+"""The dashboard in a real browser: Debian's Chromium driven headless by Playwright, against
+`python run.py` on free ports. Screenshots of each state go to test-artifacts/ (not in git).
+
+Chromium comes from tests/install-browser.sh (part of the README's test command)."""
+
+import re
+import shutil
+
+import pytest
+
+from tests.conftest import ARTIFACTS, TopicWriter, free_port, trade, wait_for
+from tests.helpers_process import RunPy
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# The flags this machine needs: no sandbox as root, and no background calls to the closed network.
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--no-first-run", "--disable-sync", "--disable-quic"]
+DAY = "2030-01-02T"  # later than the simulator's days, so these windows are the latest day on the page
+
+pytestmark = pytest.mark.skipif(shutil.which("chromium") is None,
+                                reason="Debian chromium is missing: run `bash tests/install-browser.sh`")
+
+
+class RunningApp:
+    def __init__(self, tmp_path, *flags):
+        self.broker_port, self.web_port = free_port(), free_port()
+        self.url = f"http://127.0.0.1:{self.web_port}/"
+        self.data = tmp_path / "data"
+        self.process = RunPy("--data-dir", str(self.data), "--broker-port", str(self.broker_port),
+                             "--port", str(self.web_port), "--refresh-ms", "1000", *flags)
+        self.process.wait_for_line(f"dashboard at http://127.0.0.1:{self.web_port}", timeout_s=180)
+        self.writer = TopicWriter(f"127.0.0.1:{self.broker_port}", "trades")
+
+    def stop(self):
+        try:
+            code, _ = self.process.terminate()
+            assert code == 0, self.process.output
+        finally:
+            self.process.kill()
+
+
+@pytest.fixture(scope="module")
+def quiet_app(tmp_path_factory):
+    """One app with the producer simulation off: the tests produce their own trades."""
+    app = RunningApp(tmp_path_factory.mktemp("browser"), "--no-producer")
+    yield app
+    app.stop()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser, request):
+    """A fresh page that records console errors; its screenshot is saved at the end."""
+    context = browser.new_context(viewport={"width": 1440, "height": 1000})
+    tab = context.new_page()
+    tab.console_errors = []
+    tab.on("console", lambda message: tab.console_errors.append(message.text) if message.type == "error" else None)
+    tab.on("pageerror", lambda error: tab.console_errors.append(str(error)))
+    yield tab
+    ARTIFACTS.mkdir(exist_ok=True)
+    tab.screenshot(path=str(ARTIFACTS / f"browser-{request.node.name}.png"), full_page=True)
+    context.close()
+
+
+def chart_traces(page) -> list[str]:
+    return page.evaluate("""() => {
+        const plot = document.querySelector('#trade-summary-chart .js-plotly-plot');
+        return plot && plot.data ? plot.data.map(t => t.name) : [];
+    }""")
+
+
+def sent_count(page) -> int:
+    match = re.search(r"sent ([\d,]+)", page.inner_text("#status-line"))
+    return int(match.group(1).replace(",", "")) if match else -1
+
+
+def test_page_loads_with_title_kpi_cards_and_a_chart_of_three_lines(quiet_app, page):
+    quiet_app.writer.send(trade("b1", "BUY", 10, 100.0, DAY + "09:01:00Z"),
+                          trade("b2", "SELL", 4, 50.0, DAY + "09:17:00Z"))
+    page.goto(quiet_app.url)
+    assert page.title() == "Trade Summary"
+    page.wait_for_selector("#kpi-cards .kpi")
+    assert page.locator("#kpi-cards .kpi").count() == 6
+    assert "total buy" in page.inner_text("#kpi-cards").lower()
+    traces = wait_for(lambda: chart_traces(page) or None, 90, what="the chart's lines")
+    assert traces[:3] == ["Total buy", "Total sell", "Settlement (buy − sell)"]
+    page.wait_for_function("document.querySelector('#kpi-cards').innerText.includes('$')")
+    assert page.console_errors == []
+    assert page.locator(".dash-debug-menu, .dash-fe-error__title").count() == 0  # no debug UI
+
+
+def test_a_late_trade_sent_to_kafka_shows_up_as_a_correction_and_a_too_late_one_in_its_list(quiet_app, page):
+    page.goto(quiet_app.url)
+    quiet_app.writer.send(trade("c1", "BUY", 1, 100.0, DAY + "10:16:00Z"),
+                          trade("c2", "BUY", 1, 5.0, DAY + "10:40:00Z"))
+    # Event time reached 10:40, so the watermark is 10:10 and the 10:15 window is past.
+    page.wait_for_function("document.querySelector('#status-line').innerText.includes('Watermark 2030-01-02 10:10')",
+                           timeout=90_000)
+    quiet_app.writer.send(trade("c3-late", "BUY", 1, 30.0, DAY + "10:20:00Z"),
+                          trade("c4-too-late", "SELL", 1, 7.0, DAY + "09:05:00Z"))
+    page.wait_for_function("document.querySelector('#corrections-feed').innerText.includes('$130.00')",
+                           timeout=90_000)
+    feed = page.inner_text("#corrections-feed")
+    assert "10:15" in feed and "$100.00 → $130.00" in feed
+    page.wait_for_function("document.querySelector('#late-trades-list').innerText.includes('c4-too-late')",
+                           timeout=90_000)
+    assert "Corrected by late trades" in chart_traces(page)
+    assert page.console_errors == []
+
+
+def test_an_invalid_control_value_shows_a_message(quiet_app, page):
+    page.goto(quiet_app.url)
+    page.fill("#rate-input", "-5")
+    page.click("#rate-apply")
+    page.wait_for_function("document.querySelector('#control-message').innerText.includes('Enter a rate between')")
+    page.fill("#late-share-input", "150")
+    page.click("#late-apply")
+    page.wait_for_function("document.querySelector('#late-message').innerText.includes('between 0 and 100')")
+    assert page.console_errors == []
+
+
+def test_the_producer_switch_starts_and_stops_the_trades(tmp_path, page):
+    app = RunningApp(tmp_path, "--no-producer", "--rate", "50", "--clock-speed", "600")
+    try:
+        page.goto(app.url)
+        assert sent_count(page) in (0, -1)
+        page.click("#producer-switch input[type=checkbox]")
+        page.wait_for_function("document.querySelector('#control-message').innerText.includes('Simulation running')")
+        # Data appears on the page within a bound: trades counted on the KPI card.
+        page.wait_for_function("""() => {
+            const cards = document.querySelector('#kpi-cards').innerText;
+            return /Trades counted\\s*[1-9]/i.test(cards);
+        }""", timeout=120_000)
+        page.click("#producer-switch input[type=checkbox]")
+        page.wait_for_function("document.querySelector('#control-message').innerText.includes('Simulation paused')")
+        page.wait_for_timeout(2500)  # the last trades in flight are acknowledged
+        stopped_at = sent_count(page)
+        page.wait_for_timeout(4000)
+        assert sent_count(page) == stopped_at > 0
+        assert page.console_errors == []
+    finally:
+        app.stop()
