@@ -63,6 +63,29 @@ class BatchSink:
             self.publish(LATE_TRADES_TABLE, rows, LATE_TRADES_KEYS, batch_id, insert_only=True)
 
 
+    def silver_records_in(self, ranges: pa.Table) -> pd.DataFrame:
+        """The silver trades whose Kafka records lie in these offset ranges
+        (topic, partition, start_offset, end_offset)."""
+        table = open_table(self.settings.table_path(silver.SILVER_TABLE))
+        if table is None or ranges.num_rows == 0:
+            return pd.DataFrame(columns=LATE_CANDIDATE_COLUMNS)
+        in_ranges = functools.reduce(operator.or_, [
+            (pads.field("topic") == topic) & (pads.field("partition") == partition)
+            & (pads.field("offset") >= start) & (pads.field("offset") < end)
+            for topic, partition, start, end in zip(*(ranges[c].to_pylist() for c in
+                                                      ("topic", "partition", "start_offset", "end_offset")))
+        ])
+        return table.to_pyarrow_dataset().to_table(filter=in_ranges, columns=LATE_CANDIDATE_COLUMNS).to_pandas()
+
+
+def offset_ranges(records: pa.Table) -> pa.Table:
+    """Per topic partition, [first offset, last offset + 1) of these records."""
+    spans = records.group_by(["topic", "partition"], use_threads=False).aggregate(
+        [("offset", "min"), ("offset", "max")])
+    return pa.table({"topic": spans["topic"], "partition": spans["partition"], "start_offset": spans["offset_min"],
+                     "end_offset": pc.add(spans["offset_max"], 1)})
+
+
 class MedallionSink(BatchSink):
     """One collected micro-batch -> bronze, silver and quarantine.
 
@@ -87,7 +110,10 @@ class MedallionSink(BatchSink):
             if ledger is not None:
                 first = pc.min(trades["offset"]).as_py()
                 ranges = ledger.to_pyarrow_dataset().to_table(filter=pads.field("end_offset") > first).to_pandas()
-                self.record_late_trades(trades.select(LATE_CANDIDATE_COLUMNS).to_pandas(), ranges, batch_id)
+                # Only the copies silver kept: a redelivered copy of a counted trade, arriving
+                # after the watermark, was not too late; its first copy was counted.
+                kept = self.silver_records_in(offset_ranges(trades))
+                self.record_late_trades(kept, ranges, batch_id)
 
 
 class GoldSink(BatchSink):
@@ -140,15 +166,3 @@ class GoldSink(BatchSink):
             return None
         return datetime.fromtimestamp(entry[0] / 1000, tz=timezone.utc)
 
-    def silver_records_in(self, ledger: pa.Table) -> pd.DataFrame:
-        """The silver trades whose Kafka records lie in the ledger's offset ranges."""
-        table = open_table(self.settings.table_path(silver.SILVER_TABLE))
-        if table is None:
-            return pd.DataFrame(columns=LATE_CANDIDATE_COLUMNS)
-        in_ranges = functools.reduce(operator.or_, [
-            (pads.field("topic") == topic) & (pads.field("partition") == partition)
-            & (pads.field("offset") >= start) & (pads.field("offset") < end)
-            for topic, partition, start, end in zip(*(ledger[c].to_pylist() for c in
-                                                      ("topic", "partition", "start_offset", "end_offset")))
-        ])
-        return table.to_pyarrow_dataset().to_table(filter=in_ranges, columns=LATE_CANDIDATE_COLUMNS).to_pandas()

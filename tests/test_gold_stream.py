@@ -76,10 +76,12 @@ def test_gold_is_exact_through_late_trades_too_late_trades_and_a_restart(spark, 
         assert (c.trade_count_before, c.trade_count_after, c.late_trades) == (1, 2, 1)
 
         # Iteration 3: event time moves to 10:30 (watermark 10:00); then 09:05 is too late, 10:10 is not.
+        # t1 is delivered again: behind the watermark, but its first copy was counted, so not too late.
         writer.send(trade("t6", "BUY", 1, 1.0, DAY + "10:30:00Z"))
         process(pipeline)
         writer.send(trade("t7", "SELL", 100, 100.0, DAY + "09:05:00Z"),
-                    trade("t8", "SELL", 1, 7.0, DAY + "10:10:00Z"))
+                    trade("t8", "SELL", 1, 7.0, DAY + "10:10:00Z"),
+                    trade("t1", "BUY", 10, 100.0, DAY + "09:00:00Z"))
         process(pipeline)
         assert gold_rows(settings) == {
             "09:00": (1000.0, 500.0, 500.0, 2),
