@@ -143,7 +143,8 @@ def snapshot_from(gold: pd.DataFrame, corrections: pd.DataFrame | None = None,
     corrections = on_day(corrections if corrections is not None else pd.DataFrame(columns=CORRECTION_COLUMNS), day)
     late_trades = on_day(late_trades if late_trades is not None else pd.DataFrame(columns=LATE_TRADE_COLUMNS), day)
     day_windows = on_day(gold, day) if drill is None else drill
-    first = first_reported(corrections)
+    # Corrections describe the streaming totals: a drill-down from silver has no ghost of them.
+    first = first_reported(corrections) if drill is None else {}
     records = []
     for row in day_windows.itertuples(index=False):
         record = {
@@ -161,6 +162,8 @@ def snapshot_from(gold: pd.DataFrame, corrections: pd.DataFrame | None = None,
             record[f"{measure}_first"] = int(value) if measure == "trade_count" else float(value)
         records.append(record)
     newest = corrections.sort_values(["corrected_at", "window_start"], ascending=False).head(FEED_ROWS)
+    # A too-late trade that a backfill has since put into gold counts as corrected, not as too late.
+    too_late = int(late_trades["backfilled_at"].isna().sum()) if "backfilled_at" in late_trades else len(late_trades)
     latest_late = late_trades.sort_values("detected_at", ascending=False).head(FEED_ROWS)
     return {
         "day": day,
@@ -172,7 +175,7 @@ def snapshot_from(gold: pd.DataFrame, corrections: pd.DataFrame | None = None,
             "settlement": float(sum(r["settlement_amount"] for r in records)),
             "trades": int(sum(r["trade_count"] for r in records)),
             "corrections": int(len(corrections)),
-            "too_late": int(len(late_trades)),
+            "too_late": too_late,
         },
         "windows": records,
         "last_update": None if gold.empty else _iso(gold["updated_at"].max()),
@@ -181,6 +184,6 @@ def snapshot_from(gold: pd.DataFrame, corrections: pd.DataFrame | None = None,
         "counters": {
             "corrections": int(len(corrections)),
             "late_but_counted": int(corrections["late_trades"].sum()) if not corrections.empty else 0,
-            "too_late": int(len(late_trades)),
+            "too_late": too_late,
         },
     }

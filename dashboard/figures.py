@@ -94,7 +94,9 @@ def summary_figure(snapshot: dict | None, mode: str = ids.MODE_WINDOW, first_rep
         fig.add_traces(first_reported_traces(frame, hover))
     # Corrected windows: a marker on the buy line whose hover tells what changed.
     latest = {}
-    for correction in (snapshot or {}).get("corrections", []):  # newest first
+    # A drill-down shows silver's windows, which corrections of the streaming totals do not describe.
+    shown = [] if (snapshot or {}).get("drill_down") else (snapshot or {}).get("corrections", [])
+    for correction in shown:  # newest first
         latest.setdefault(correction["window_start"], []).append(correction_story(correction))
     corrected = frame[frame["window_start"].map(lambda ws: ws.isoformat() in latest)]
     if not corrected.empty:

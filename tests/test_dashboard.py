@@ -3,16 +3,21 @@
 import json
 from datetime import datetime, timedelta, timezone
 
+import pandas as pd
 import pyarrow as pa
 import pytest
 
 from dashboard import ids
 from dashboard.app import create_app
 from dashboard.callbacks import late_knobs, validate_rate
-from dashboard.data import GOLD_COLUMNS, TableReader, snapshot_from
+from dashboard.data import (
+    CORRECTION_COLUMNS, GOLD_COLUMNS, LATE_TRADE_COLUMNS, TableReader, silver_windows, snapshot_from,
+)
 from dashboard.figures import BUY_COLOR, SELL_COLOR, SETTLEMENT_COLOR, summary_figure
+from streaming.corrections import CORRECTIONS_TABLE
 from streaming.delta_sink import publish
 from streaming.gold import GOLD_SCHEMA, GOLD_TABLE
+from streaming.lateness import LATE_TRADES_TABLE
 from tests.dash_client import call, decode, store_snapshot
 
 UTC = timezone.utc
@@ -327,3 +332,33 @@ def test_drill_down_by_channel_and_symbol_recomputes_windows_from_silver(tmp_pat
     note = call(client, [f"{ids.DAY_PICKER}.options", f"{ids.KPI_CARDS}.children", f"{ids.CHART_NOTE}.children"],
                 {f"{ids.SNAPSHOT}.data": mobile_apple})[ids.CHART_NOTE]["children"]
     assert "channel mobile · symbol AAPL" in note and "from silver" in note
+
+
+def test_a_backfilled_too_late_trade_no_longer_counts_as_too_late(tmp_path):
+    write_gold(tmp_path, WINDOWS)
+    write_corrections_and_late_trades(tmp_path)
+    gold = TableReader(tmp_path / GOLD_TABLE, GOLD_COLUMNS).read()
+    corrections = TableReader(tmp_path / CORRECTIONS_TABLE, CORRECTION_COLUMNS).read()
+    late_trades = TableReader(tmp_path / LATE_TRADES_TABLE, LATE_TRADE_COLUMNS).read()
+    assert snapshot_from(gold, corrections, late_trades)["counters"]["too_late"] == 1
+
+    backfilled = late_trades.assign(backfilled_at=pd.Timestamp("2026-11-22T11:00:00Z"))
+    snapshot = snapshot_from(gold, corrections, backfilled)
+    assert snapshot["counters"]["too_late"] == 0 and snapshot["kpis"]["too_late"] == 0
+    assert snapshot["late_trades"][0]["backfilled_at"].startswith("2026-11-22T11:00")  # still listed
+
+
+def test_a_drill_down_shows_no_correction_markers_or_ghosts_of_the_streaming_totals(tmp_path):
+    write_gold(tmp_path, [("09:00", 1000.0, 400.0, 3), ("09:15", 230.0, 700.0, 3)])
+    write_corrections_and_late_trades(tmp_path)
+    gold = TableReader(tmp_path / GOLD_TABLE, GOLD_COLUMNS).read()
+    corrections = TableReader(tmp_path / CORRECTIONS_TABLE, CORRECTION_COLUMNS).read()
+    trades = pd.DataFrame({"side": ["BUY"], "amount": [10.0],
+                           "event_time": [pd.Timestamp("2026-03-02T09:16:00Z")]})
+    drill = silver_windows(trades, pd.Timedelta(minutes=15))
+    snapshot = snapshot_from(gold, corrections, None, None, drill)
+    assert [(w["buy_amount"], w["buy_amount_first"]) for w in snapshot["windows"]] == [(10.0, 10.0)]
+    names = [t.name for t in summary_figure(snapshot, first_reported=True).data]
+    assert "Corrected by late trades" not in names
+    streaming = [t.name for t in summary_figure(snapshot_from(gold, corrections)).data]
+    assert "Corrected by late trades" in streaming
