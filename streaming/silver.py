@@ -72,7 +72,8 @@ def parse_trades(records: DataFrame) -> DataFrame:
     ]
     for field in TRADE_FIELDS:
         checks.append((~F.array_contains("json_keys", field), F.lit(f"missing field '{field}'")))
-        checks.append((F.get_json_object("json_text", f"$.{field}").isNull() & F.col(field).isNull(),
+        # The typed column first: get_json_object re-parses the text, so only for a NULL field.
+        checks.append((F.col(field).isNull() & F.get_json_object("json_text", f"$.{field}").isNull(),
                        F.lit(f"field '{field}' is null")))
     for field in ("trade_id", "account_id", "symbol", "channel"):
         checks.append((F.trim(F.col(field)) == "", F.lit(f"field '{field}' is empty")))
