@@ -20,7 +20,7 @@ CORRECTION_COLUMNS = ["window_start", "buy_amount_before", "buy_amount_after", "
 LATE_TRADE_COLUMNS = ["trade_id", "event_time", "window_start", "watermark", "late_by_seconds", "side", "amount",
                       "detected_at", "backfilled_at"]
 SILVER_DRILL_COLUMNS = ["trade_id", "side", "amount", "event_time", "channel", "symbol"]
-FEED_ROWS = 50
+FEED_ROWS = 25  # the newest rows on the page; the tables hold them all
 
 
 class TableReader:
@@ -52,8 +52,8 @@ def trading_days(gold: pd.DataFrame) -> list[str]:
     """The days (YYYY-MM-DD, UTC) that gold has windows for, newest first."""
     if gold.empty:
         return []
-    days = pd.to_datetime(gold["window_start"], utc=True).dt.strftime("%Y-%m-%d").unique()
-    return sorted(days, reverse=True)
+    days = pd.to_datetime(gold["window_start"], utc=True).dt.floor("D").unique()
+    return [day.strftime("%Y-%m-%d") for day in sorted(days, reverse=True)]
 
 
 def on_day(frame: pd.DataFrame, day: str | None, column: str = "window_start") -> pd.DataFrame:
@@ -61,13 +61,8 @@ def on_day(frame: pd.DataFrame, day: str | None, column: str = "window_start") -
     if frame.empty or day is None:
         return frame.iloc[0:0] if day is None else frame
     times = pd.to_datetime(frame[column], utc=True)
-    return frame[times.dt.strftime("%Y-%m-%d") == day].sort_values(column).reset_index(drop=True)
-
-
-def trading_day(gold: pd.DataFrame, day: str | None = None) -> pd.DataFrame:
-    """The windows of `day`, or of the latest trading day in `gold`, oldest first."""
-    days = trading_days(gold)
-    return on_day(gold, day if day in days else (days[0] if days else None))
+    start = pd.Timestamp(day, tz="UTC")
+    return frame[(times >= start) & (times < start + pd.Timedelta(days=1))].sort_values(column).reset_index(drop=True)
 
 
 def read_silver_day(path: Path, day: str, channel: str | None, symbol: str | None) -> pd.DataFrame:
@@ -115,21 +110,24 @@ def _iso(value) -> str | None:
 
 
 def json_records(frame: pd.DataFrame, time_columns: tuple[str, ...]) -> list[dict]:
-    """Rows as plain JSON values: times as ISO strings, numpy scalars as Python numbers."""
-    return [{k: _iso(v) if k in time_columns else v.item() if hasattr(v, "item") else v for k, v in row.items()}
-            for row in frame.to_dict("records")]
+    """Rows as plain JSON values: times as ISO strings, NaN/NaT as None, Python numbers."""
+    out = frame.astype(object).where(frame.notna(), None)  # object dtype: Python ints and floats
+    for column in time_columns:
+        if column in out:
+            out[column] = [None if v is None else pd.Timestamp(v).isoformat() for v in out[column]]
+    return out.to_dict("records")
 
 
 MEASURES = ("buy_amount", "sell_amount", "settlement_amount", "trade_count")
 
 
-def first_reported(corrections: pd.DataFrame) -> dict[pd.Timestamp, pd.Series]:
+def first_reported(corrections: pd.DataFrame) -> dict[pd.Timestamp, dict]:
     """window_start -> its earliest correction: the '_before' values are what the chart first
     showed as the complete window."""
     if corrections.empty:
         return {}
     earliest = corrections.sort_values(["corrected_at", "batch_id"]).drop_duplicates("window_start")
-    return {pd.Timestamp(row["window_start"]): row for _, row in earliest.iterrows()}
+    return {pd.Timestamp(row["window_start"]): row for row in earliest.to_dict("records")}
 
 
 def snapshot_from(gold: pd.DataFrame, corrections: pd.DataFrame | None = None,

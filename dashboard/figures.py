@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pandas as pd
-import plotly.graph_objects as go
 
 from dashboard import ids
 
@@ -33,28 +32,43 @@ def running_totals(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def first_reported_traces(frame: pd.DataFrame, hover: str) -> list[go.Scatter]:
+def first_reported_traces(frame: pd.DataFrame, hover: str) -> list[dict]:
     """Faint dashed lines of the values the chart first showed for each window, before any
     late trade corrected them."""
     return [
-        go.Scatter(x=frame["window_start"], y=frame[f"{measure}_first"], name=f"{label} as first reported",
-                   mode="lines", legendgroup="first-reported", opacity=0.5,
-                   line=dict(color=color, width=1.5, dash="dash"), hovertemplate=hover)
+        scatter(frame["window_start"], frame[f"{measure}_first"], f"{label} as first reported", hover,
+                mode="lines", legendgroup="first-reported", opacity=0.5,
+                line=dict(color=color, width=1.5, dash="dash"))
         for label, measure, color in (("Buy", "buy_amount", BUY_COLOR), ("Sell", "sell_amount", SELL_COLOR),
                                       ("Settlement", "settlement_amount", SETTLEMENT_COLOR))
         if f"{measure}_first" in frame
     ]
 
 
-def empty_figure(message: str) -> go.Figure:
-    fig = go.Figure()
-    fig.update_layout(
-        template="plotly_white", height=460, margin=dict(l=60, r=20, t=30, b=50),
+# Figures are plain dicts in Plotly's JSON shape: building go.Figure objects (validation, and
+# deep copies of a template) cost most of a refresh. The look of plotly_white, spelled out:
+GRID = "#ebf0f8"
+BASE_LAYOUT = dict(paper_bgcolor="white", plot_bgcolor="white", font=dict(color="#2a3f5f"),
+                   hoverlabel=dict(align="left"))
+
+
+def axis(**options) -> dict:
+    return {"gridcolor": GRID, "linecolor": GRID, "zerolinecolor": GRID, "ticks": "", "automargin": True, **options}
+
+
+def scatter(x, y, name: str, hover: str, **options) -> dict:
+    """A scatter trace; times as ISO strings, numbers as plain floats (JSON-ready)."""
+    xs = [v.isoformat() if hasattr(v, "isoformat") else v for v in x]
+    return dict(type="scatter", x=xs, y=[float(v) for v in y], name=name, hovertemplate=hover, **options)
+
+
+def empty_figure(message: str) -> dict:
+    return dict(data=[], layout=dict(
+        BASE_LAYOUT, height=460, margin=dict(l=60, r=20, t=30, b=50),
         xaxis=dict(visible=False), yaxis=dict(visible=False),
         annotations=[dict(text=message, showarrow=False, font=dict(size=16, color="#555"),
                           xref="paper", yref="paper", x=0.5, y=0.5)],
-    )
-    return fig
+    ))
 
 
 def correction_story(correction: dict) -> str:
@@ -72,7 +86,7 @@ def current_watermark(snapshot: dict | None) -> pd.Timestamp | None:
     return pd.Timestamp(max(marks)) if marks else None
 
 
-def summary_figure(snapshot: dict | None, mode: str = ids.MODE_WINDOW, first_reported: bool = False) -> go.Figure:
+def summary_figure(snapshot: dict | None, mode: str = ids.MODE_WINDOW, first_reported: bool = False) -> dict:
     """The trade summary chart: total buy, total sell and settlement per window (or running),
     optionally with the values as first reported beside the corrected ones."""
     frame = windows_frame(snapshot)
@@ -82,16 +96,16 @@ def summary_figure(snapshot: dict | None, mode: str = ids.MODE_WINDOW, first_rep
         frame = running_totals(frame)
     x = frame["window_start"]
     hover = "%{fullData.name}: %{y:$,.2f}<extra></extra>"
-    fig = go.Figure([
-        go.Scatter(x=x, y=frame["buy_amount"], name="Total buy", mode="lines+markers",
-                   line=dict(color=BUY_COLOR, width=2.5), hovertemplate=hover),
-        go.Scatter(x=x, y=frame["sell_amount"], name="Total sell", mode="lines+markers",
-                   line=dict(color=SELL_COLOR, width=2.5), hovertemplate=hover),
-        go.Scatter(x=x, y=frame["settlement_amount"], name="Settlement (buy − sell)", mode="lines+markers",
-                   line=dict(color=SETTLEMENT_COLOR, width=2, dash="dot"), hovertemplate=hover),
-    ])
+    data = [
+        scatter(x, frame["buy_amount"], "Total buy", hover, mode="lines+markers",
+                line=dict(color=BUY_COLOR, width=2.5)),
+        scatter(x, frame["sell_amount"], "Total sell", hover, mode="lines+markers",
+                line=dict(color=SELL_COLOR, width=2.5)),
+        scatter(x, frame["settlement_amount"], "Settlement (buy − sell)", hover, mode="lines+markers",
+                line=dict(color=SETTLEMENT_COLOR, width=2, dash="dot")),
+    ]
     if first_reported:
-        fig.add_traces(first_reported_traces(frame, hover))
+        data += first_reported_traces(frame, hover)
     # Corrected windows: a marker on the buy line whose hover tells what changed.
     latest = {}
     # A drill-down shows silver's windows, which corrections of the streaming totals do not describe.
@@ -100,42 +114,44 @@ def summary_figure(snapshot: dict | None, mode: str = ids.MODE_WINDOW, first_rep
         latest.setdefault(correction["window_start"], []).append(correction_story(correction))
     corrected = frame[frame["window_start"].map(lambda ws: ws.isoformat() in latest)]
     if not corrected.empty:
-        fig.add_trace(go.Scatter(
-            x=corrected["window_start"], y=corrected["buy_amount"], name="Corrected by late trades",
-            mode="markers", marker=dict(symbol="diamond-open", size=14, color="#d62728", line=dict(width=2)),
+        data.append(scatter(
+            corrected["window_start"], corrected["buy_amount"], "Corrected by late trades",
+            "%{hovertext}<extra></extra>", mode="markers",
+            marker=dict(symbol="diamond-open", size=14, color="#d62728", line=dict(width=2)),
             hovertext=["<br>".join(latest[ws.isoformat()][:3]) for ws in corrected["window_start"]],
-            hovertemplate="%{hovertext}<extra></extra>",
         ))
+    shapes, annotations = [], []
     watermark = current_watermark(snapshot)
     if watermark is not None and x.iloc[0] <= watermark <= x.iloc[-1] + pd.Timedelta(hours=1):
         # Windows ending left of the watermark are final; right of it they may still change.
-        fig.add_vline(x=watermark, line=dict(color="#6b7280", dash="dash", width=1))
-        fig.add_annotation(x=watermark, y=1, yref="paper", text="watermark", showarrow=False,
-                           xanchor="left", yanchor="bottom", font=dict(size=11, color="#6b7280"))
+        shapes.append(dict(type="line", xref="x", yref="paper", x0=watermark.isoformat(), x1=watermark.isoformat(),
+                           y0=0, y1=1, line=dict(color="#6b7280", dash="dash", width=1)))
+        annotations.append(dict(x=watermark.isoformat(), y=1, yref="paper", text="watermark", showarrow=False,
+                                xanchor="left", yanchor="bottom", font=dict(size=11, color="#6b7280")))
     day = x.iloc[0].strftime("%A %d %B %Y")
-    fig.update_layout(
-        template="plotly_white", height=460, hovermode="x unified",
+    return dict(data=data, layout=dict(
+        BASE_LAYOUT, height=460, hovermode="x unified", shapes=shapes, annotations=annotations,
         margin=dict(l=70, r=20, t=30, b=50),
         legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
-        xaxis=dict(title=f"Window start (UTC) · {day}", tickformat="%H:%M", hoverformat="%H:%M window",
-                   dtick=15 * 60 * 1000 if len(frame) <= 40 else None),
-        yaxis=dict(title="Amount (USD)" + (" · running total" if mode == ids.MODE_RUNNING else ""),
+        xaxis=axis(title=dict(text=f"Window start (UTC) · {day}"), type="date", tickformat="%H:%M",
+                   hoverformat="%H:%M window", dtick=15 * 60 * 1000 if len(frame) <= 40 else None),
+        yaxis=axis(title=dict(text="Amount (USD)" + (" · running total" if mode == ids.MODE_RUNNING else "")),
                    tickprefix="$", tickformat=",.0f", zeroline=True, zerolinecolor="#bbb"),
         uirevision="keep-zoom",
-    )
-    return fig
+    ))
 
 
-def lag_sparkline(snapshot: dict | None) -> go.Figure:
+def lag_sparkline(snapshot: dict | None) -> dict:
     """The total Kafka lag (the slowest query's) over the last minutes."""
     history = (snapshot or {}).get("status", {}).get("lag_history", [])
-    fig = go.Figure(go.Scatter(x=[h["at"] for h in history], y=[h["lag"] for h in history], mode="lines",
-                               line=dict(color=BUY_COLOR, width=1.5), fill="tozeroy",
-                               hovertemplate="%{x|%H:%M:%S} UTC: %{y:,} records behind<extra></extra>"))
-    fig.update_layout(template="plotly_white", height=90, margin=dict(l=40, r=10, t=20, b=20), showlegend=False,
-                      title=dict(text="Total lag, last minutes", font=dict(size=12), x=0, y=0.98),
-                      xaxis=dict(showgrid=False, tickformat="%H:%M"), yaxis=dict(rangemode="tozero", tickformat=","))
-    return fig
+    trace = scatter([h["at"] for h in history], [h["lag"] for h in history], "lag",
+                    "%{x|%H:%M:%S} UTC: %{y:,} records behind<extra></extra>", mode="lines",
+                    line=dict(color=BUY_COLOR, width=1.5), fill="tozeroy")
+    return dict(data=[trace], layout=dict(
+        BASE_LAYOUT, height=90, margin=dict(l=40, r=10, t=20, b=20), showlegend=False,
+        title=dict(text="Total lag, last minutes", font=dict(size=12), x=0, y=0.98),
+        xaxis=axis(showgrid=False, type="date", tickformat="%H:%M"), yaxis=axis(rangemode="tozero", tickformat=","),
+    ))
 
 
 def status_text(snapshot: dict | None) -> str:

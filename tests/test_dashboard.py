@@ -54,22 +54,24 @@ def test_snapshot_holds_the_latest_trading_day_in_order(snapshot):
 
 def test_chart_has_buy_sell_and_settlement_lines_in_the_seed_colours(snapshot):
     fig = summary_figure(snapshot, ids.MODE_WINDOW)
-    assert [t.name for t in fig.data] == ["Total buy", "Total sell", "Settlement (buy − sell)"]
-    assert [t.line.color for t in fig.data] == [BUY_COLOR, SELL_COLOR, SETTLEMENT_COLOR]
-    assert list(fig.data[0].y) == [1000.0, 200.0, 50.0]
-    assert list(fig.data[2].y) == [600.0, -500.0, 50.0]
+    assert [t["name"] for t in fig["data"]] == ["Total buy", "Total sell", "Settlement (buy − sell)"]
+    assert [t["line"]["color"] for t in fig["data"]] == [BUY_COLOR, SELL_COLOR, SETTLEMENT_COLOR]
+    assert fig["data"][0]["y"] == [1000.0, 200.0, 50.0]
+    assert fig["data"][2]["y"] == [600.0, -500.0, 50.0]
+    assert fig["layout"]["xaxis"]["tickformat"] == "%H:%M"  # 09:00, 09:15, ...
+    assert fig["layout"]["hovermode"] == "x unified"  # one hover shows all three values
 
 
 def test_running_totals_accumulate_over_the_day(snapshot):
     fig = summary_figure(snapshot, ids.MODE_RUNNING)
-    assert list(fig.data[0].y) == [1000.0, 1200.0, 1250.0]
-    assert list(fig.data[2].y) == [600.0, 100.0, 150.0]
+    assert fig["data"][0]["y"] == [1000.0, 1200.0, 1250.0]
+    assert fig["data"][2]["y"] == [600.0, 100.0, 150.0]
 
 
 def test_empty_state_says_it_is_waiting(tmp_path):
     snapshot = snapshot_from(TableReader(tmp_path / GOLD_TABLE, GOLD_COLUMNS).read())
     fig = summary_figure(snapshot)
-    assert len(fig.data) == 0 and "Waiting for the first trades" in fig.layout.annotations[0].text
+    assert fig["data"] == [] and "Waiting for the first trades" in fig["layout"]["annotations"][0]["text"]
 
 
 def test_the_table_is_reread_only_when_its_version_changes(tmp_path):
@@ -358,7 +360,7 @@ def test_a_drill_down_shows_no_correction_markers_or_ghosts_of_the_streaming_tot
     drill = silver_windows(trades, pd.Timedelta(minutes=15))
     snapshot = snapshot_from(gold, corrections, None, None, drill)
     assert [(w["buy_amount"], w["buy_amount_first"]) for w in snapshot["windows"]] == [(10.0, 10.0)]
-    names = [t.name for t in summary_figure(snapshot, first_reported=True).data]
+    names = [t["name"] for t in summary_figure(snapshot, first_reported=True)["data"]]
     assert "Corrected by late trades" not in names
-    streaming = [t.name for t in summary_figure(snapshot_from(gold, corrections)).data]
+    streaming = [t["name"] for t in summary_figure(snapshot_from(gold, corrections))["data"]]
     assert "Corrected by late trades" in streaming

@@ -1,0 +1,55 @@
+"""Calls registered Dash callbacks through the app's own HTTP endpoint, as the browser does
+(for the tests and the benchmark; a Flask test client, no server needed)."""
+
+from __future__ import annotations
+
+import base64
+
+import numpy as np
+
+from dashboard import ids
+
+
+def decode(values):
+    """Plotly sends numeric arrays as base64 typed arrays."""
+    if isinstance(values, dict) and "bdata" in values:
+        return np.frombuffer(base64.b64decode(values["bdata"]), dtype=values["dtype"]).tolist()
+    return list(values)
+
+
+def call(client, outputs: list[str], inputs: dict, state: dict | None = None) -> dict:
+    """outputs: ["id.prop", ...]; inputs/state: {"id.prop": value}; the first input is the trigger.
+    Returns {id: {prop: value}}."""
+    def props(mapping):
+        return [{"id": key.split(".")[0], "property": key.split(".")[1], "value": value}
+                for key, value in (mapping or {}).items()]
+    output = outputs[0] if len(outputs) == 1 else ".." + "...".join(outputs) + ".."
+    described = [{"id": o.split(".")[0], "property": o.split(".")[1]} for o in outputs]
+    payload = {"output": output, "outputs": described[0] if len(outputs) == 1 else described,
+               "inputs": props(inputs), "state": props(state), "changedPropIds": [next(iter(inputs))]}
+    response = client.post("/_dash-update-component", json=payload)
+    if response.status_code != 200:
+        raise AssertionError(f"callback {output} answered {response.status_code}: {response.data[:500]!r}")
+    return response.get_json()["response"]
+
+
+def store_snapshot(client, day=None, channel=None, symbol=None) -> dict:
+    """What the interval callback puts in the store for the page's current choices."""
+    return call(client, [f"{ids.SNAPSHOT}.data"], {
+        f"{ids.TICK}.n_intervals": 1, f"{ids.DAY_PICKER}.value": day, f"{ids.CHANNEL_FILTER}.value": channel,
+        f"{ids.SYMBOL_FILTER}.value": symbol})[ids.SNAPSHOT]["data"]
+
+
+def refresh_page(client, day=None) -> dict:
+    """One refresh of the page as the browser runs it: the interval callback fills the store,
+    then every callback drawn from the store runs. Returns the chart figure."""
+    snapshot = store_snapshot(client, day)
+    store = {f"{ids.SNAPSHOT}.data": snapshot}
+    figure = call(client, [f"{ids.CHART}.figure"],
+                  {**store, f"{ids.CHART_MODE}.value": ids.MODE_WINDOW, f"{ids.FIRST_REPORTED}.value": ["on"]})
+    call(client, [f"{ids.DAY_PICKER}.options", f"{ids.KPI_CARDS}.children", f"{ids.CHART_NOTE}.children"], store)
+    call(client, [f"{ids.STATUS_LINE}.children", f"{ids.LATE_COUNTERS}.children",
+                  f"{ids.CORRECTIONS_FEED}.children", f"{ids.LATE_TRADES_LIST}.children"], store)
+    call(client, [f"{ids.HEALTH_QUERIES}.children", f"{ids.KAFKA_LAG}.children", f"{ids.LAG_SPARKLINE}.figure"],
+         store)
+    return figure[ids.CHART]["figure"]
