@@ -11,6 +11,8 @@ timestampType) and the same option names:
     startingTimestamp         milliseconds since the epoch; wins over startingOffsets
     maxOffsetsPerTrigger      records per micro-batch, spread over partitions
     kafkaConsumer.pollTimeoutMs  how long to wait for Kafka before failing (default 120000)
+    maxTasks                  at most this many tasks per micro-batch, partitions grouped by size
+                              (ours, not Spark's: a Python task has a fixed cost; default: one per partition)
     kafka.*                   passed to the confluent-kafka (librdkafka) client
 
 Offsets are {topic: {partition: next offset to read}} dicts that Spark keeps in the query
@@ -72,6 +74,7 @@ class SourceOptions:
     starting_timestamp: int | None = None
     max_offsets_per_trigger: int | None = None
     read_timeout_ms: int = DEFAULT_READ_TIMEOUT_MS
+    max_tasks: int | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> "SourceOptions":
@@ -83,14 +86,18 @@ class SourceOptions:
         topics = tuple(t.strip() for t in lower["subscribe"].split(",") if t.strip())
         max_offsets = lower.get("maxoffsetspertrigger")
         timestamp = lower.get("startingtimestamp")
+        max_tasks = lower.get("maxtasks")
         try:
             max_offsets_value = int(max_offsets) if max_offsets else None
             timestamp_value = int(timestamp) if timestamp else None
             timeout = int(lower.get("kafkaconsumer.polltimeoutms", DEFAULT_READ_TIMEOUT_MS))
+            max_tasks_value = int(max_tasks) if max_tasks else None
         except ValueError as exc:
             raise KafkaSourceError(f"invalid numeric option: {exc}") from None
         if max_offsets_value is not None and max_offsets_value <= 0:
             raise KafkaSourceError("maxOffsetsPerTrigger must be positive")
+        if max_tasks_value is not None and max_tasks_value <= 0:
+            raise KafkaSourceError("maxTasks must be positive")
         return cls(
             client=client,
             topics=topics,
@@ -98,6 +105,7 @@ class SourceOptions:
             starting_timestamp=timestamp_value,
             max_offsets_per_trigger=max_offsets_value,
             read_timeout_ms=timeout,
+            max_tasks=max_tasks_value,
         )
 
 
@@ -141,12 +149,14 @@ def cap_offsets(
     total = sum(backlog.values())
     if total <= max_records:
         return dict(latest)
-    end = {}
-    for tp, high in latest.items():
-        lag = backlog[tp]
-        share = 0 if lag == 0 else max(1, int(lag * max_records / total))
-        end[tp] = start.get(tp, high) + min(lag, share)
-    return end
+    shares = {tp: 0 if lag == 0 else min(lag, max(1, int(lag * max_records / total))) for tp, lag in backlog.items()}
+    # Rounding down leaves a few records over: give them out too, or they trail as a batch of their own.
+    left = max_records - sum(shares.values())
+    for tp in sorted(backlog, key=lambda tp: backlog[tp] - shares[tp], reverse=True):
+        extra = max(0, min(left, backlog[tp] - shares[tp]))
+        shares[tp] += extra
+        left -= extra
+    return {tp: start.get(tp, high) + shares[tp] for tp, high in latest.items()}
 
 
 def parse_starting_offsets(text: str, topics: tuple[str, ...]) -> Offsets | str:
@@ -172,6 +182,29 @@ class KafkaPartitionRange(InputPartition):
         self.partition = partition
         self.from_offset = from_offset
         self.until_offset = until_offset
+
+
+class KafkaRangeGroup(InputPartition):
+    """The ranges one Spark task reads, one after another."""
+
+    def __init__(self, ranges: list[KafkaPartitionRange]):
+        super().__init__(tuple(r.value for r in ranges))
+        self.ranges = ranges
+
+
+def group_ranges(ranges: list[KafkaPartitionRange], max_tasks: int | None) -> list[KafkaRangeGroup]:
+    """At most `max_tasks` tasks, each with about the same number of records (largest range
+    first, into the lightest task). A task costs a Python worker round trip, so on a small
+    cluster a batch of many partitions is read in one wave of tasks rather than several."""
+    if not max_tasks or len(ranges) <= max_tasks:
+        return [KafkaRangeGroup([r]) for r in ranges]
+    groups: list[list[KafkaPartitionRange]] = [[] for _ in range(max_tasks)]
+    loads = [0] * max_tasks
+    for part in sorted(ranges, key=lambda r: r.until_offset - r.from_offset, reverse=True):
+        lightest = loads.index(min(loads))
+        groups[lightest].append(part)
+        loads[lightest] += part.until_offset - part.from_offset
+    return [KafkaRangeGroup(group) for group in groups if group]
 
 
 def _driver_consumer(client: Mapping[str, str]):
@@ -304,10 +337,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             since = begin.get((topic, partition), 0)
             if until > since:
                 ranges.append(KafkaPartitionRange(topic, partition, since, until))
-        return ranges
+        return group_ranges(ranges, self.options.max_tasks)
 
-    def read(self, partition: KafkaPartitionRange) -> Iterator:
-        return read_range(self.options, partition)
+    def read(self, partition: "KafkaRangeGroup") -> Iterator:
+        for part in partition.ranges:
+            yield from read_range(self.options, part)
 
     def commit(self, end: dict) -> None:
         pass  # progress lives in Spark's checkpoint, not in Kafka consumer groups
@@ -324,6 +358,7 @@ def read_range(options: SourceOptions, part: KafkaPartitionRange) -> Iterator:
     from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
     consumer = Consumer({
+        "max.partition.fetch.bytes": 8 * 1024 * 1024,  # bigger fetches while catching up; overridable
         **options.client,
         "group.id": "trade-summary-source",
         "enable.auto.commit": False,
@@ -335,12 +370,22 @@ def read_range(options: SourceOptions, part: KafkaPartitionRange) -> Iterator:
         ("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()), ("partition", pa.int32()),
         ("offset", pa.int64()), ("timestamp", pa.timestamp("us", tz="UTC")), ("timestampType", pa.int32()),
     ])
-    columns: dict[str, list] = {name: [] for name in schema.names}
+    keys: list = []
+    values: list = []
+    offsets: list = []
+    stamps: list = []  # (librdkafka timestamp type, milliseconds)
 
     def flush():
-        batch = pa.RecordBatch.from_pydict(columns, schema=schema)
-        for values in columns.values():
-            values.clear()
+        n = len(offsets)
+        batch = pa.RecordBatch.from_arrays([
+            pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
+            pa.array([part.topic] * n, pa.string()), pa.array([part.partition] * n, pa.int32()),
+            pa.array(offsets, pa.int64()),
+            pa.array([ms * 1000 if kind else None for kind, ms in stamps], pa.int64()).cast(schema.field("timestamp").type),
+            pa.array([max(0, kind - 1) for kind, _ in stamps], pa.int32()),  # librdkafka 1/2 -> Spark 0/1
+        ], schema=schema)
+        for column in (keys, values, offsets, stamps):
+            column.clear()
         return batch
 
     try:
@@ -374,18 +419,14 @@ def read_range(options: SourceOptions, part: KafkaPartitionRange) -> Iterator:
                 if offset >= part.until_offset:
                     next_offset = part.until_offset
                     break
-                ts_type, ts = msg.timestamp()
-                columns["key"].append(msg.key())
-                columns["value"].append(msg.value())
-                columns["topic"].append(part.topic)
-                columns["partition"].append(part.partition)
-                columns["offset"].append(offset)
-                columns["timestamp"].append(ts * 1000 if ts_type else None)
-                columns["timestampType"].append(max(0, ts_type - 1))  # librdkafka 1/2 -> Spark 0/1
+                keys.append(msg.key())
+                values.append(msg.value())
+                offsets.append(offset)
+                stamps.append(msg.timestamp())
                 next_offset = offset + 1
-            if len(columns["offset"]) >= RECORDS_PER_ARROW_BATCH:
+            if len(offsets) >= RECORDS_PER_ARROW_BATCH:
                 yield flush()
-        if columns["offset"]:
+        if offsets:
             yield flush()
     except KafkaException as exc:
         raise KafkaSourceError(f"reading {part.topic}/{part.partition}: {exc.args[0].str()}") from None

@@ -8,7 +8,7 @@ import logging
 import shutil
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -52,14 +52,16 @@ def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
         reader = reader.option("startingTimestamp", str(int(settings.replay_from.timestamp() * 1000)))
     if settings.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(settings.max_offsets_per_trigger))
+    # One wave of read tasks: as many as the cores, each reading whole partitions.
+    reader = reader.option("maxTasks", str(spark.sparkContext.defaultParallelism))
     return reader.load()
 
 
-def with_trigger(writer, settings: Settings | LoadSettings):
-    """--available-now, else the processing-time trigger (both commands have the two flags)."""
+def with_trigger(writer, settings: Settings | LoadSettings, interval: timedelta | None = None):
+    """--available-now, else a processing-time trigger: `interval`, or --trigger."""
     if settings.available_now:
         return writer.trigger(availableNow=True)
-    return writer.trigger(processingTime=format_duration(settings.trigger))
+    return writer.trigger(processingTime=format_duration(interval or settings.trigger))
 
 
 def start_bronze_silver_query(spark: SparkSession, settings: Settings) -> StreamingQuery:
@@ -71,7 +73,7 @@ def start_bronze_silver_query(spark: SparkSession, settings: Settings) -> Stream
         .option("checkpointLocation", str(checkpoint))
         .foreachBatch(MedallionSink(settings, checkpoint))
     )
-    return with_trigger(writer, settings).start()
+    return with_trigger(writer, settings, settings.bronze_silver_interval).start()
 
 
 def start_gold_query(spark: SparkSession, settings: Settings,

@@ -7,6 +7,9 @@ split on it, so nothing is dropped without a trace.
 
 from __future__ import annotations
 
+import functools
+import operator
+
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
@@ -58,20 +61,26 @@ def parse_trades(records: DataFrame) -> DataFrame:
     parsed = (
         records
         .withColumn("json_text", F.when(F.is_valid_utf8(text), text))
-        .withColumn("json_keys", F.json_object_keys("json_text"))
         .withColumn("trade", F.from_json("json_text", TRADE_SCHEMA))
         .select("*", *[F.col(f"trade.{f}").alias(f) for f in TRADE_FIELDS])
     )
+    # The JSON is parsed again, strictly, for its keys only when a field came out NULL (missing,
+    # null, mistyped, not an object) or non-finite (from_json accepts NaN and Infinity literals,
+    # the strict parser does not): a valid trade pays for one parse.
+    any_null = functools.reduce(operator.or_, [F.col(f).isNull() for f in TRADE_FIELDS]) \
+        | F.isnan("price") | (F.abs("price") == float("inf"))
+    json_keys = F.when(any_null, F.json_object_keys("json_text"))
 
     checks: list[tuple[Column, Column]] = [
         (F.col("value").isNull() | (F.length("value") == 0), F.lit("empty value")),
         (F.length("value") > MAX_VALUE_BYTES,
          F.format_string("value is %d bytes, over the %d-byte limit", F.length("value"), F.lit(MAX_VALUE_BYTES))),
         (F.col("json_text").isNull(), F.lit("value is not valid UTF-8")),
-        (F.col("json_keys").isNull(), F.lit("value is not a JSON object (malformed JSON, NaN/Infinity literals, an array or a scalar)")),
+        (any_null & json_keys.isNull(),
+         F.lit("value is not a JSON object (malformed JSON, NaN/Infinity literals, an array or a scalar)")),
     ]
     for field in TRADE_FIELDS:
-        checks.append((~F.array_contains("json_keys", field), F.lit(f"missing field '{field}'")))
+        checks.append((F.col(field).isNull() & ~F.array_contains(json_keys, field), F.lit(f"missing field '{field}'")))
         # The typed column first: get_json_object re-parses the text, so only for a NULL field.
         checks.append((F.col(field).isNull() & F.get_json_object("json_text", f"$.{field}").isNull(),
                        F.lit(f"field '{field}' is null")))

@@ -35,6 +35,11 @@ LATE_TRADES_LOCK = threading.Lock()
 GOLD_WRITE_LOCK = threading.Lock()
 
 
+def use_pool(batch: DataFrame, pool: str) -> None:
+    """Run this thread's Spark jobs (the micro-batch itself) in a FAIR scheduler pool."""
+    batch.sparkSession.sparkContext.setLocalProperty("spark.scheduler.pool", pool)
+
+
 class BatchSink:
     """A foreachBatch function writing Delta tables idempotently for one checkpoint."""
 
@@ -63,9 +68,10 @@ class BatchSink:
             self.publish(LATE_TRADES_TABLE, rows, LATE_TRADES_KEYS, batch_id, insert_only=True)
 
 
-    def silver_records_in(self, ranges: pa.Table) -> pd.DataFrame:
-        """The silver trades whose Kafka records lie in these offset ranges
-        (topic, partition, start_offset, end_offset)."""
+    def silver_records_in(self, ranges: pa.Table, up_to: datetime) -> pd.DataFrame:
+        """The silver trades whose Kafka records lie in these offset ranges (topic, partition,
+        start_offset, end_offset) and whose event time is at or before `up_to`: the only ones
+        a watermark up to then can have left out."""
         table = open_table(self.settings.table_path(silver.SILVER_TABLE))
         if table is None or ranges.num_rows == 0:
             return pd.DataFrame(columns=LATE_CANDIDATE_COLUMNS)
@@ -75,7 +81,8 @@ class BatchSink:
             for topic, partition, start, end in zip(*(ranges[c].to_pylist() for c in
                                                       ("topic", "partition", "start_offset", "end_offset")))
         ])
-        return table.to_pyarrow_dataset().to_table(filter=in_ranges, columns=LATE_CANDIDATE_COLUMNS).to_pandas()
+        condition = in_ranges & (pads.field("event_time") <= pa.scalar(up_to, pa.timestamp("us", tz="UTC")))
+        return table.to_pyarrow_dataset().to_table(filter=condition, columns=LATE_CANDIDATE_COLUMNS).to_pandas()
 
 
 def offset_ranges(records: pa.Table) -> pa.Table:
@@ -95,25 +102,37 @@ class MedallionSink(BatchSink):
     """
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        use_pool(batch, "medallion")
         rows = batch.toArrow()
         if rows.num_rows == 0:
             return
+        trades = silver.silver_rows(rows)
         self.publish(bronze.BRONZE_TABLE, bronze.bronze_rows(rows), bronze.BRONZE_KEYS, batch_id, insert_only=True)
         # The first copy of a trade wins; the same record read again (a replay after a fix)
         # replaces its own row with the new parse.
-        self.publish(silver.SILVER_TABLE, silver.silver_rows(rows), silver.SILVER_KEYS, batch_id,
+        self.publish(silver.SILVER_TABLE, trades, silver.SILVER_KEYS, batch_id,
                      insert_only=True, update_when=same_values(silver.QUARANTINE_KEYS))
         self.publish(silver.QUARANTINE_TABLE, silver.quarantine_rows(rows), silver.QUARANTINE_KEYS, batch_id)
-        trades = silver.silver_rows(rows)
         if trades.num_rows:
-            ledger = open_table(self.settings.table_path(BATCH_WATERMARKS_TABLE))
-            if ledger is not None:
-                first = pc.min(trades["offset"]).as_py()
-                ranges = ledger.to_pyarrow_dataset().to_table(filter=pads.field("end_offset") > first).to_pandas()
-                # Only the copies silver kept: a redelivered copy of a counted trade, arriving
-                # after the watermark, was not too late; its first copy was counted.
-                kept = self.silver_records_in(offset_ranges(trades))
-                self.record_late_trades(kept, ranges, batch_id)
+            self.find_late_trades(trades, batch_id)
+
+    def find_late_trades(self, trades: pa.Table, batch_id: int) -> None:
+        """Those of the batch's trades that a gold batch which already read them left out."""
+        ledger = open_table(self.settings.table_path(BATCH_WATERMARKS_TABLE))
+        if ledger is None:
+            return
+        first = pc.min(trades["offset"]).as_py()
+        ranges = ledger.to_pyarrow_dataset().to_table(filter=pads.field("end_offset") > first)
+        latest = pc.max(ranges["watermark"]).as_py() if ranges.num_rows else None
+        if latest is None:
+            return
+        # Only a trade at or before some batch's watermark can have been too late.
+        candidates = trades.filter(pc.less_equal(trades["event_time"], pa.scalar(latest, trades["event_time"].type)))
+        if candidates.num_rows:
+            # Only the copies silver kept: a redelivered copy of a counted trade, arriving
+            # after the watermark, was not too late; its first copy was counted.
+            kept = self.silver_records_in(offset_ranges(candidates), latest)
+            self.record_late_trades(kept, ranges.to_pandas(), batch_id)
 
 
 class GoldSink(BatchSink):
@@ -124,6 +143,7 @@ class GoldSink(BatchSink):
         self.baseline = baseline
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        use_pool(batch, "gold")
         now = datetime.now(timezone.utc)
         updated = self.summary_rows(batch.toArrow(), batch_id, now)
         # All writes under one lock, so that a reader holding it (reconcile.py) finds the ledger
@@ -133,8 +153,11 @@ class GoldSink(BatchSink):
             # even when all its trades were too late and it changes no window.
             ledger = batch_ledger(self.checkpoint, self.query_id, batch_id)
             self.publish(BATCH_WATERMARKS_TABLE, ledger, BATCH_WATERMARKS_KEYS, batch_id, insert_only=True)
-            if ledger.num_rows:
-                self.record_late_trades(self.silver_records_in(ledger), ledger.to_pandas(), batch_id)
+            watermark = pc.max(ledger["watermark"]).as_py() if ledger.num_rows else None
+            if watermark is not None and watermark.timestamp() > 0:
+                late_candidates = self.silver_records_in(ledger, watermark)
+                if not late_candidates.empty:
+                    self.record_late_trades(late_candidates, ledger.to_pandas(), batch_id)
             if updated.num_rows == 0:
                 return
             # Corrections first: they need the windows as they stood before this batch.

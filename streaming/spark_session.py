@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LOG4J_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
+FAIR_SCHEDULER_POOLS = Path(__file__).resolve().parent / "fairscheduler.xml"
 
 
 class JavaMissing(RuntimeError):
@@ -43,7 +45,20 @@ def _package_zip() -> str:
     return str(target)
 
 
-def create_spark(master: str = "local[*]", app_name: str = "trade-summary", shuffle_partitions: int = 4):
+def default_shuffle_partitions(master: str) -> int:
+    """One shuffle partition per local core: the stateful operators' per-partition cost (a
+    state store each, committed every micro-batch) dominates small batches. On a cluster, 8.
+    A checkpoint keeps the number it was created with, so changing this never breaks a restart."""
+    master = master.strip()
+    if master == "local":
+        return 1
+    match = re.fullmatch(r"local\[(\d+|\*)(,\d+)?\]", master)
+    if match is None:
+        return 8
+    return (os.cpu_count() or 2) if match.group(1) == "*" else max(1, int(match.group(1)))
+
+
+def create_spark(master: str = "local[*]", app_name: str = "trade-summary", shuffle_partitions: int | None = None):
     check_java()
     # Python workers must import `streaming` (the source's reader is pickled by reference).
     python_path = os.environ.get("PYTHONPATH", "")
@@ -63,13 +78,16 @@ def create_spark(master: str = "local[*]", app_name: str = "trade-summary", shuf
         SparkConf().setMaster(master).setAppName(app_name)
         .set("spark.sql.session.timeZone", "UTC")
         # Small batches: a handful of shuffle partitions keeps per-batch overhead low.
-        .set("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        .set("spark.sql.shuffle.partitions", str(shuffle_partitions or default_shuffle_partitions(master)))
         .set("spark.ui.enabled", "false")
         .set("spark.ui.showConsoleProgress", "false")
         .set("spark.driver.bindAddress", "127.0.0.1")
         .set("spark.driver.host", "127.0.0.1")
         .set("spark.python.worker.reuse", "true")
         .set("spark.sql.execution.arrow.pyspark.enabled", "true")
+        # The queries share the cores: gold's micro-batches go first (see fairscheduler.xml).
+        .set("spark.scheduler.mode", "FAIR")
+        .set("spark.scheduler.allocation.file", FAIR_SCHEDULER_POOLS.as_uri())
         .set("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}")
     )
     if SparkContext._active_spark_context is None:

@@ -116,3 +116,19 @@ def test_partitions_added_later_are_read_from_their_start(spark, broker, writer,
     assert late_writer.producer.flush(15) == 0
     rows, _ = read_all(spark, broker, topic, startingOffsets="earliest")
     assert sorted(json.loads(r.value)["n"] for r in rows) == [0, 1, 2, 3, 4, 5, 99]
+
+
+def test_small_batches_of_many_partitions_are_read_in_one_wave_of_tasks():
+    from streaming.kafka_source import KafkaPartitionRange, group_ranges
+
+    ranges = [KafkaPartitionRange("t", p, 0, n) for p, n in enumerate((100, 50, 60, 10))]
+    groups = group_ranges(ranges, 2)
+    assert sorted(sorted(r.partition for r in g.ranges) for g in groups) == [[0, 3], [1, 2]]  # 110 records each
+    assert sum(len(g.ranges) for g in group_ranges(ranges, None)) == 4 == len(group_ranges(ranges, None))
+
+
+def test_the_offset_cap_is_spent_in_full_so_no_tiny_batch_trails():
+    start = {("t", p): 0 for p in range(3)}
+    latest = {("t", 0): 100_000, ("t", 1): 100_001, ("t", 2): 99_999}
+    end = cap_offsets(start, latest, 100_000)
+    assert sum(end.values()) == 100_000 and all(end[tp] <= latest[tp] for tp in latest)

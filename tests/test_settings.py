@@ -130,3 +130,9 @@ def test_load_defaults_use_the_embedded_broker_and_leave_files_in_place(tmp_path
 def test_bad_load_flags_raise_a_readable_usage_error(tmp_path, argv, message):
     with pytest.raises(UsageError, match=message):
         parse_load_settings([a.replace("{tmp}", str(tmp_path)) for a in argv])
+
+
+def test_bronze_silver_batches_less_often_than_gold_unless_told():
+    assert parse_settings([]).bronze_silver_interval == timedelta(seconds=3)
+    assert parse_settings(["--trigger", "2 seconds"]).bronze_silver_interval == timedelta(seconds=6)
+    assert parse_settings(["--bronze-silver-trigger", "1 second"]).bronze_silver_interval == timedelta(seconds=1)
