@@ -40,16 +40,27 @@ def store_snapshot(client, day=None, channel=None, symbol=None) -> dict:
         f"{ids.SYMBOL_FILTER}.value": symbol})[ids.SNAPSHOT]["data"]
 
 
-def refresh_page(client, day=None) -> dict:
-    """One refresh of the page as the browser runs it: the interval callback fills the store,
-    then every callback drawn from the store runs. Returns the chart figure."""
-    snapshot = store_snapshot(client, day)
+def draw_chart(client, snapshot: dict, first_reported: bool = True) -> dict:
+    """The chart callback on a store snapshot: the figure."""
+    return call(client, [f"{ids.CHART}.figure"], {
+        f"{ids.SNAPSHOT}.data": snapshot, f"{ids.CHART_MODE}.value": ids.MODE_WINDOW,
+        f"{ids.FIRST_REPORTED}.value": ["on"] if first_reported else []})[ids.CHART]["figure"]
+
+
+def draw_panels(client, snapshot: dict) -> None:
+    """Every other callback drawn from the store: KPI cards, feeds, status and health."""
     store = {f"{ids.SNAPSHOT}.data": snapshot}
-    figure = call(client, [f"{ids.CHART}.figure"],
-                  {**store, f"{ids.CHART_MODE}.value": ids.MODE_WINDOW, f"{ids.FIRST_REPORTED}.value": ["on"]})
     call(client, [f"{ids.DAY_PICKER}.options", f"{ids.KPI_CARDS}.children", f"{ids.CHART_NOTE}.children"], store)
     call(client, [f"{ids.STATUS_LINE}.children", f"{ids.LATE_COUNTERS}.children",
                   f"{ids.CORRECTIONS_FEED}.children", f"{ids.LATE_TRADES_LIST}.children"], store)
     call(client, [f"{ids.HEALTH_QUERIES}.children", f"{ids.KAFKA_LAG}.children", f"{ids.LAG_SPARKLINE}.figure"],
          store)
-    return figure[ids.CHART]["figure"]
+
+
+def refresh_page(client, day=None) -> dict:
+    """One refresh of the page as the browser runs it: the interval callback fills the store,
+    then every callback drawn from the store runs. Returns the chart figure."""
+    snapshot = store_snapshot(client, day)
+    figure = draw_chart(client, snapshot)
+    draw_panels(client, snapshot)
+    return figure

@@ -1,3 +1,3 @@
 """The Dash callback client lives in the app package (the benchmark uses it too)."""
 
-from dashboard.client import call, decode, refresh_page, store_snapshot  # noqa: F401
+from dashboard.client import call, decode, store_snapshot  # noqa: F401
