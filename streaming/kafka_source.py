@@ -60,6 +60,7 @@ EARLIEST, LATEST = -2, -1
 # A task that sees no record for this long while offsets remain declares the broker gone.
 DEFAULT_READ_TIMEOUT_MS = 120_000
 RECORDS_PER_ARROW_BATCH = 20_000
+MAX_RESPONSE_BYTES = 2_147_483_647  # librdkafka's upper bound for receive.message.max.bytes
 
 
 class KafkaSourceError(RuntimeError):
@@ -359,6 +360,9 @@ def read_range(options: SourceOptions, part: KafkaPartitionRange) -> Iterator:
 
     consumer = Consumer({
         "max.partition.fetch.bytes": 8 * 1024 * 1024,  # bigger fetches while catching up; overridable
+        # The embedded broker ignores the fetch size limits and answers with the whole log from
+        # the fetch offset on: accept any response size, or a backlog over 100 MB never reads.
+        "receive.message.max.bytes": MAX_RESPONSE_BYTES,
         **options.client,
         "group.id": "trade-summary-source",
         "enable.auto.commit": False,
