@@ -14,6 +14,7 @@ import pandas as pd
 from dash import Dash, Input, Output, State, ctx, no_update
 
 from dashboard import figures, ids, tables
+from dashboard.layout import MAX_BEYOND_MINUTES
 from dashboard.data import (
     TableReader, json_records, read_silver_day, silver_windows, snapshot_from, trading_days, window_length,
 )
@@ -83,17 +84,18 @@ def register_callbacks(app: Dash, readers: dict[str, TableReader], status: Calla
 
     @app.callback(Output(ids.LATE_MESSAGE, "children"), Input(ids.LATE_APPLY, "n_clicks"),
                   State(ids.LATE_SHARE_INPUT, "value"), State(ids.BEYOND_SHARE_INPUT, "value"),
-                  State(ids.MAX_LATENESS_INPUT, "value"), prevent_initial_call=True)
-    def apply_late_knobs(_clicks, late_percent, beyond_percent, max_minutes):
+                  State(ids.MAX_LATENESS_INPUT, "value"), State(ids.MAX_BEYOND_INPUT, "value"),
+                  prevent_initial_call=True)
+    def apply_late_knobs(_clicks, late_percent, beyond_percent, max_minutes, beyond_minutes):
         if simulator is None:
             return UNAVAILABLE
         watermark_minutes = simulator.watermark.total_seconds() / 60
-        knobs = late_knobs(late_percent, beyond_percent, max_minutes, watermark_minutes)
+        knobs = late_knobs(late_percent, beyond_percent, max_minutes, watermark_minutes, beyond_minutes)
         if isinstance(knobs, str):
             return knobs
         simulator.configure(**knobs)
-        return (f"{late_percent:g} % of trades late, {beyond_percent:g} % of those beyond the watermark, "
-                f"the others up to {max_minutes:g} min late.")
+        return (f"{late_percent:g} % of trades late, {beyond_percent:g} % of those beyond the watermark by up to "
+                f"{beyond_minutes:g} min, the others up to {max_minutes:g} min late.")
 
     @app.callback(Output(ids.RECONCILE_RESULT, "data"), Output(ids.RECONCILE_MESSAGE, "children"),
                   Input(ids.RECONCILE_CHECK, "n_clicks"), Input(ids.BACKFILL_APPLY, "n_clicks"),
@@ -142,14 +144,17 @@ def _number(value) -> float | None:
     return None if math.isnan(number) else number
 
 
-def late_knobs(late_percent, beyond_percent, max_minutes, watermark_minutes: float) -> dict | str:
+def late_knobs(late_percent, beyond_percent, max_minutes, watermark_minutes: float, beyond_minutes) -> dict | str:
     """Simulator knobs from the page's inputs, or a message saying what is wrong."""
     late, beyond, lateness = _number(late_percent), _number(beyond_percent), _number(max_minutes)
+    beyond_by = _number(beyond_minutes)
     if late is None or not 0 <= late <= 100:
         return "Enter the late share as a percentage between 0 and 100."
     if beyond is None or not 0 <= beyond <= 100:
         return "Enter the beyond-watermark share as a percentage between 0 and 100."
     if lateness is None or not 0 < lateness < watermark_minutes:
         return f"Enter how late (minutes) as more than 0 and less than the watermark, {watermark_minutes:g} minutes."
+    if beyond_by is None or not 0 < beyond_by <= MAX_BEYOND_MINUTES:
+        return f"Enter how far beyond the watermark (minutes) as more than 0 and at most {MAX_BEYOND_MINUTES:,}."
     return {"late_share": late / 100, "beyond_watermark_share": beyond / 100,
-            "max_lateness": timedelta(minutes=lateness)}
+            "max_lateness": timedelta(minutes=lateness), "max_beyond": timedelta(minutes=beyond_by)}

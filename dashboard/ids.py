@@ -20,6 +20,7 @@ FIRST_REPORTED = "first-reported-toggle"
 
 LATE_SHARE_INPUT = "late-share-input"
 BEYOND_SHARE_INPUT = "beyond-watermark-share-input"
+MAX_BEYOND_INPUT = "max-beyond-input"
 MAX_LATENESS_INPUT = "max-lateness-input"
 LATE_APPLY = "late-apply"
 LATE_MESSAGE = "late-message"

@@ -14,19 +14,26 @@ def _number(id_: str, value, low: float, high: float, step, disabled: bool) -> d
                      debounce=True, className="number-input")
 
 
+MAX_BEYOND_MINUTES = 24 * 60
+
+
 def late_trade_controls(simulation: Simulation | None, watermark_minutes: float | None) -> html.Fieldset:
     """The simulator's late-trade knobs, in percent and market minutes."""
     disabled = simulation is None
-    late = beyond = max_minutes = None
+    late = beyond = max_minutes = beyond_minutes = None
     if simulation is not None:
         late, beyond = round(simulation.late_share * 100, 2), round(simulation.beyond_watermark_share * 100, 2)
         lateness = simulation.max_lateness
         max_minutes = round(lateness.total_seconds() / 60 if lateness else 0.9 * watermark_minutes, 1)
+        beyond_by = simulation.max_beyond
+        beyond_minutes = round(beyond_by.total_seconds() / 60 if beyond_by else watermark_minutes, 1)
     return html.Fieldset(className="control-group", children=[
         html.Legend("Late trades"),
         html.Label(["Late ", _number(ids.LATE_SHARE_INPUT, late, 0, 100, "any", disabled), " % of trades"]),
         html.Label(["of which beyond the watermark ",
                     _number(ids.BEYOND_SHARE_INPUT, beyond, 0, 100, "any", disabled), " %"]),
+        html.Label(["by up to ", _number(ids.MAX_BEYOND_INPUT, beyond_minutes, 0.1, MAX_BEYOND_MINUTES, "any",
+                                         disabled), " min,"]),
         html.Label(["the others late by up to ",
                     _number(ids.MAX_LATENESS_INPUT, max_minutes, 0.1, watermark_minutes, "any", disabled),
                     f" min (watermark {watermark_minutes:g} min)" if watermark_minutes else " min"]),

@@ -95,11 +95,11 @@ def make_trade(rng: random.Random, event_time: datetime, prices: dict[str, float
 
 
 def late_delay(rng: random.Random, window: timedelta, watermark: timedelta, beyond_share: float,
-               max_lateness: timedelta | None = None) -> timedelta:
+               max_lateness: timedelta | None = None, max_beyond: timedelta | None = None) -> timedelta:
     """How late a late trade is. Within the watermark (up to `max_lateness`) it lands in an
-    earlier window (a correction); beyond it, Spark drops it (too late)."""
+    earlier window (a correction); beyond it (by up to `max_beyond`), Spark drops it (too late)."""
     if rng.random() < beyond_share:
-        return watermark + timedelta(seconds=rng.uniform(0.1, 1.0) * watermark.total_seconds())
+        return watermark + timedelta(seconds=rng.uniform(0.1, 1.0) * (max_beyond or watermark).total_seconds())
     high = min(max_lateness, watermark) if max_lateness else watermark * 0.9
     low = min(window, watermark * 0.5, high * 0.5 if max_lateness else high)
     return timedelta(seconds=rng.uniform(low.total_seconds(), high.total_seconds()))
@@ -234,7 +234,8 @@ class TradeSimulator:
         event_time = self._clock.now()
         late = rng.random() < sim.late_share
         if late:
-            delay = late_delay(rng, self.window, self.watermark, sim.beyond_watermark_share, sim.max_lateness)
+            delay = late_delay(rng, self.window, self.watermark, sim.beyond_watermark_share, sim.max_lateness,
+                               sim.max_beyond)
             # Nothing trades before the opening bell; too early in the day it is just on time.
             late = event_time - delay >= market_open_on(event_time.date())
             event_time = event_time - delay if late else event_time

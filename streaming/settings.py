@@ -81,6 +81,7 @@ class Simulation:
     late_share: float = 0.05  # share of trades sent late
     beyond_watermark_share: float = 0.2  # of the late ones, the share later than the watermark
     max_lateness: timedelta | None = None  # how late the others are at most (None: 90% of the watermark)
+    max_beyond: timedelta | None = None  # how far beyond the watermark the too-late ones are at most (None: the watermark)
     duplicate_share: float = 0.01
     malformed_share: float = 0.0
     seed: int | None = None
@@ -360,6 +361,9 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--max-lateness", type=_argtype(parse_duration), metavar="DURATION",
                      help="how late a late trade within the watermark is at most, in market time "
                           "(default: 90%% of the watermark)")
+    sim.add_argument("--max-beyond", type=_argtype(parse_duration), metavar="DURATION",
+                     help="how far beyond the watermark a too-late trade is at most, in market time "
+                          "(default: as long as the watermark)")
     sim.add_argument("--duplicate-share", type=_share, default=Simulation.duplicate_share, metavar="SHARE",
                      help="share of trades delivered twice (default: %(default)s)")
     sim.add_argument("--malformed-share", type=_share, default=Simulation.malformed_share, metavar="SHARE",
@@ -447,6 +451,7 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None
             late_share=ns.late_share,
             beyond_watermark_share=ns.beyond_watermark_share,
             max_lateness=ns.max_lateness,
+            max_beyond=ns.max_beyond,
             duplicate_share=ns.duplicate_share,
             malformed_share=ns.malformed_share,
         ),

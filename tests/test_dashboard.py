@@ -198,14 +198,16 @@ def test_first_reported_toggle_shows_the_values_before_the_first_correction(tmp_
     assert decode(running["Buy as first reported"]["y"]) == [1000.0, 1200.0, 1250.0]
 
 
-@pytest.mark.parametrize("late, beyond, minutes, message", [
-    (5, 20, 27, None), (0, 0, 0.5, None), (101, 20, 27, "late share"), (5, -1, 27, "beyond-watermark"),
-    (5, 20, 30, "less than the watermark"), ("x", 20, 27, "late share"), (5, 20, None, "less than the watermark"),
+@pytest.mark.parametrize("late, beyond, minutes, beyond_by, message", [
+    (5, 20, 27, 30, None), (0, 0, 0.5, 0.5, None), (101, 20, 27, 30, "late share"),
+    (5, -1, 27, 30, "beyond-watermark"), (5, 20, 30, 30, "less than the watermark"), ("x", 20, 27, 30, "late share"),
+    (5, 20, None, 30, "less than the watermark"), (5, 20, 27, 0, "how far beyond"), (5, 20, 27, None, "how far beyond"),
 ])
-def test_late_trade_knobs_are_validated_with_a_message(late, beyond, minutes, message):
-    knobs = late_knobs(late, beyond, minutes, watermark_minutes=30)
+def test_late_trade_knobs_are_validated_with_a_message(late, beyond, minutes, beyond_by, message):
+    knobs = late_knobs(late, beyond, minutes, 30, beyond_by)
     if message is None:
         assert knobs["max_lateness"] == timedelta(minutes=minutes)
+        assert knobs["max_beyond"] == timedelta(minutes=beyond_by)
     else:
         assert message in knobs
 
@@ -222,14 +224,16 @@ def test_late_trade_controls_on_the_page_change_the_running_simulator(broker, tm
         page = client.get("/_dash-layout").get_json()
         assert ids.LATE_SHARE_INPUT in json.dumps(page) and "watermark 30 min" in json.dumps(page)
 
-        def apply(late, beyond, minutes):
+        def apply(late, beyond, minutes, beyond_by=20):
             return call(client, [f"{ids.LATE_MESSAGE}.children"], {f"{ids.LATE_APPLY}.n_clicks": 1}, {
                 f"{ids.LATE_SHARE_INPUT}.value": late, f"{ids.BEYOND_SHARE_INPUT}.value": beyond,
-                f"{ids.MAX_LATENESS_INPUT}.value": minutes})[ids.LATE_MESSAGE]["children"]
+                f"{ids.MAX_LATENESS_INPUT}.value": minutes,
+                f"{ids.MAX_BEYOND_INPUT}.value": beyond_by})[ids.LATE_MESSAGE]["children"]
 
         assert "30 % of trades late" in apply(30, 50, 10)
         sim = simulator.simulation
-        assert (sim.late_share, sim.beyond_watermark_share, sim.max_lateness) == (0.3, 0.5, timedelta(minutes=10))
+        assert (sim.late_share, sim.beyond_watermark_share, sim.max_lateness, sim.max_beyond) == \
+            (0.3, 0.5, timedelta(minutes=10), timedelta(minutes=20))
         assert "less than the watermark" in apply(30, 50, 45)
         assert simulator.simulation.max_lateness == timedelta(minutes=10)  # unchanged
     finally:

@@ -58,3 +58,10 @@ def test_late_delays_within_the_watermark_respect_the_maximum_lateness():
     window, watermark = timedelta(minutes=15), timedelta(minutes=30)
     delays = [late_delay(rng, window, watermark, 0.0, max_lateness=timedelta(minutes=10)) for _ in range(500)]
     assert all(timedelta(minutes=5) <= d <= timedelta(minutes=10) for d in delays)
+
+
+def test_too_late_delays_go_beyond_the_watermark_by_at_most_the_maximum():
+    rng = random.Random(3)
+    window, watermark = timedelta(minutes=15), timedelta(minutes=30)
+    delays = [late_delay(rng, window, watermark, 1.0, max_beyond=timedelta(minutes=5)) for _ in range(500)]
+    assert all(watermark < d <= watermark + timedelta(minutes=5) for d in delays)
