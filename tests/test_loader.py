@@ -163,6 +163,23 @@ def test_seed_iterations_send_exact_running_counts_once_each_and_gold_is_exact(s
     assert "not a JSON object" in reasons[1]
 
 
+def test_files_go_one_per_batch_and_sent_files_are_archived(spark, broker, topic, landing, tmp_path):
+    archive = tmp_path / "archive"
+    settings = LoadSettings(data_dir=tmp_path / "data", bootstrap_servers=broker.bootstrap_servers, topic=topic,
+                            source_dir=landing, max_files_per_trigger=1, clean_source="archive", archive_dir=archive,
+                            available_now=True)
+    for name, records in ITERATIONS:
+        drop_file(landing, name, records)
+    since_ms = int(time.time() * 1000) - 60_000
+    query = load_once(spark, settings)
+    assert [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]] == [4, 4, 4]  # a file a batch
+    assert count_since(broker.bootstrap_servers, topic, since_ms) == 12
+    # Spark archives a batch's files when the next batch starts: all but the last batch's file.
+    archived = sorted(p.name for p in archive.rglob("*.jsonl"))
+    assert len(archived) == 2 and set(archived) < {name for name, _ in ITERATIONS}
+    assert sorted(p.name for p in landing.iterdir()) == sorted({name for name, _ in ITERATIONS} - set(archived))
+
+
 def test_the_sample_day_is_reproducible_and_holds_what_the_readme_says():
     files = trading_day()
     assert sorted(files) == sorted(p.name for p in SAMPLE_DAY.iterdir())
