@@ -79,8 +79,15 @@ def test_the_table_is_reread_only_when_its_version_changes(tmp_path):
     reader = TableReader(tmp_path / GOLD_TABLE, GOLD_COLUMNS)
     first = reader.read()
     assert reader.read() is first
-    write_gold(tmp_path, WINDOWS)  # same app id and version: skipped as already done
+    write_gold(tmp_path, WINDOWS)  # same app id and version: skipped as already done, no new version
     assert reader.read() is first
+    late_window = pa.table({"window_start": [datetime(2026, 3, 2, 10, tzinfo=UTC)],
+                            "window_end": [datetime(2026, 3, 2, 10, 15, tzinfo=UTC)], "buy_amount": [1.0],
+                            "sell_amount": [0.0], "settlement_amount": [1.0], "trade_count": [1], "revision": [1],
+                            "updated_at": [datetime.now(UTC)], "batch_id": [1]}).cast(GOLD_SCHEMA)
+    publish(tmp_path / GOLD_TABLE, late_window, ("window_start",), "fixture", 1)  # a new version
+    again = reader.read()
+    assert again is not first and len(again) == len(first) + 1
 
 
 def dash_post(client, output, inputs):
