@@ -164,7 +164,31 @@ def proc_kib(pid: int, field: str, file: str = "status") -> int:
     return 0
 
 
-class MemorySampler:
+class Poller:
+    """Calls tick() every `interval_s` on a daemon thread until stopped."""
+
+    def __init__(self, name: str, interval_s: float):
+        self.interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def tick(self) -> None:
+        raise NotImplementedError
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.tick()
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+
+class MemorySampler(Poller):
     """Samples every process of the run each second: the JVM, this Python driver, Spark's
     Python workers and the broker. Keeps each group's peak RSS and the peak of their sum at
     one moment (RSS counts pages shared by forked workers in each of them; PSS shares them out)."""
@@ -172,13 +196,12 @@ class MemorySampler:
     GROUPS = ("JVM", "Python (driver)", "Spark Python workers", "broker")
 
     def __init__(self, broker_dir: Path, interval_s: float = 1.0):
-        self.broker_dir, self.interval_s = broker_dir, interval_s
+        super().__init__("memory", interval_s)
+        self.broker_dir = broker_dir
         self.peak_rss = dict.fromkeys(self.GROUPS, 0.0)
         self.peak_total_rss = self.peak_total_pss = 0.0
         self._cpu_ticks: dict[int, tuple[str, int]] = {}  # pid -> (group, user + system ticks last seen)
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="memory", daemon=True)
 
     def groups(self) -> dict[str, list[int]]:
         children = child_pids(os.getpid())
@@ -212,17 +235,11 @@ class MemorySampler:
         self.peak_total_rss = max(self.peak_total_rss, total_rss)
         self.peak_total_pss = max(self.peak_total_pss, total_pss)
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            self.sample()
-
-    def start(self) -> "MemorySampler":
-        self._thread.start()
-        return self
+    def tick(self) -> None:
+        self.sample()
 
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(5)
+        super().stop()
         self.sample()
 
 
@@ -349,42 +366,32 @@ def run_throughput(spark, settings: Settings, oracle: Oracle, results: Results) 
 
 
 # -- 3. freshness: produce at a steady rate, watch gold ---------------------------------------
-class GoldWatcher:
+class GoldWatcher(Poller):
     """Polls gold's total trade count; records when each new total became visible."""
 
     def __init__(self, path: Path, interval_s: float = 0.05):
-        self.path, self.interval_s = path, interval_s
+        super().__init__("gold-watcher", interval_s)
+        self.path = path
         self.seen: list[tuple[float, int]] = []  # (monotonic time, total trade count)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="gold-watcher", daemon=True)
+        self._table, self._version = None, None
 
     def total(self) -> int:
         return self.seen[-1][1] if self.seen else 0
 
-    def _run(self) -> None:
+    def tick(self) -> None:
         from deltalake import DeltaTable
 
-        table, version = None, None
-        while not self._stop.wait(self.interval_s):
-            try:
-                if table is None:
-                    table = DeltaTable(str(self.path))
-                else:
-                    table.update_incremental()
-                if table.version() != version:
-                    version = table.version()
-                    counts = table.to_pyarrow_table(columns=["trade_count"])["trade_count"]
-                    self.seen.append((time.monotonic(), pa.compute.sum(counts).as_py() or 0))
-            except Exception as exc:  # noqa: BLE001 - a read racing a commit: try again next tick
-                log.debug("gold watcher: %s", exc)
-
-    def start(self) -> "GoldWatcher":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(5)
+        try:
+            if self._table is None:
+                self._table = DeltaTable(str(self.path))
+            else:
+                self._table.update_incremental()
+            if self._table.version() != self._version:
+                self._version = self._table.version()
+                counts = self._table.to_pyarrow_table(columns=["trade_count"])["trade_count"]
+                self.seen.append((time.monotonic(), pa.compute.sum(counts).as_py() or 0))
+        except Exception as exc:  # noqa: BLE001 - a read racing a commit: try again next tick
+            log.debug("gold watcher: %s", exc)
 
 
 def wait_until(predicate, timeout_s: float, what: str) -> None:
