@@ -23,6 +23,13 @@ pytestmark = pytest.mark.skipif(shutil.which("chromium") is None and not os.envi
                                 reason="Debian chromium is missing: run `bash tests/install-browser.sh`")
 
 
+def wait_for_text(page, selector: str, text: str, timeout: float = 30_000) -> None:
+    """Wait until the element shows the text; Dash renders the layout after the page loads,
+    so the element may not exist yet."""
+    page.wait_for_function("([selector, text]) => (document.querySelector(selector)?.innerText || '').includes(text)",
+                           arg=[selector, text], timeout=timeout)
+
+
 class RunningApp:
     def __init__(self, tmp_path, *flags):
         self.broker_port, self.web_port = free_port(), free_port()
@@ -95,7 +102,7 @@ def test_page_loads_with_title_kpi_cards_and_a_chart_of_three_lines(quiet_app, p
     assert "total buy" in page.inner_text("#kpi-cards").lower()
     traces = wait_for(lambda: chart_traces(page) or None, 90, what="the chart's lines")
     assert traces[:3] == ["Total buy", "Total sell", "Settlement (buy − sell)"]
-    page.wait_for_function("document.querySelector('#kpi-cards').innerText.includes('$')")
+    wait_for_text(page, "#kpi-cards", "$")
     assert page.console_errors == []
     assert page.locator(".dash-debug-menu, .dash-fe-error__title").count() == 0  # no debug UI
 
@@ -105,16 +112,13 @@ def test_a_late_trade_sent_to_kafka_shows_up_as_a_correction_and_a_too_late_one_
     quiet_app.writer.send(trade("c1", "BUY", 1, 100.0, DAY + "10:16:00Z"),
                           trade("c2", "BUY", 1, 5.0, DAY + "10:40:00Z"))
     # Event time reached 10:40, so the watermark is 10:10 and the 10:15 window is past.
-    page.wait_for_function("document.querySelector('#status-line').innerText.includes('Watermark 2030-01-02 10:10')",
-                           timeout=90_000)
+    wait_for_text(page, "#status-line", "Watermark 2030-01-02 10:10", timeout=90_000)
     quiet_app.writer.send(trade("c3-late", "BUY", 1, 30.0, DAY + "10:20:00Z"),
                           trade("c4-too-late", "SELL", 1, 7.0, DAY + "09:05:00Z"))
-    page.wait_for_function("document.querySelector('#corrections-feed').innerText.includes('$130.00')",
-                           timeout=90_000)
+    wait_for_text(page, "#corrections-feed", "$130.00", timeout=90_000)
     feed = page.inner_text("#corrections-feed")
     assert "10:15" in feed and "$100.00 → $130.00" in feed
-    page.wait_for_function("document.querySelector('#late-trades-list').innerText.includes('c4-too-late')",
-                           timeout=90_000)
+    wait_for_text(page, "#late-trades-list", "c4-too-late", timeout=90_000)
     assert "Corrected by late trades" in chart_traces(page)
     assert page.console_errors == []
 
@@ -123,10 +127,10 @@ def test_an_invalid_control_value_shows_a_message(quiet_app, page):
     page.goto(quiet_app.url)
     page.fill("#rate-input", "-5")
     page.click("#rate-apply")
-    page.wait_for_function("document.querySelector('#control-message').innerText.includes('Enter a rate between')")
+    wait_for_text(page, "#control-message", "Enter a rate between")
     page.fill("#late-share-input", "150")
     page.click("#late-apply")
-    page.wait_for_function("document.querySelector('#late-message').innerText.includes('between 0 and 100')")
+    wait_for_text(page, "#late-message", "between 0 and 100")
     assert page.console_errors == []
 
 
@@ -136,14 +140,14 @@ def test_the_producer_switch_starts_and_stops_the_trades(tmp_path, page):
         page.goto(app.url)
         assert sent_count(page) in (0, -1)
         page.click("#producer-switch input[type=checkbox]")
-        page.wait_for_function("document.querySelector('#control-message').innerText.includes('Simulation running')")
+        wait_for_text(page, "#control-message", "Simulation running")
         # Data appears on the page within a bound: trades counted on the KPI card.
         page.wait_for_function("""() => {
-            const cards = document.querySelector('#kpi-cards').innerText;
+            const cards = document.querySelector('#kpi-cards')?.innerText || '';
             return /Trades counted\\s*[1-9]/i.test(cards);
         }""", timeout=120_000)
         page.click("#producer-switch input[type=checkbox]")
-        page.wait_for_function("document.querySelector('#control-message').innerText.includes('Simulation paused')")
+        wait_for_text(page, "#control-message", "Simulation paused")
         page.wait_for_timeout(2500)  # the last trades in flight are acknowledged
         stopped_at = sent_count(page)
         page.wait_for_timeout(4000)
