@@ -66,7 +66,8 @@ def with_trigger(writer, settings: Settings | LoadSettings, interval: timedelta 
 
 def start_bronze_silver_query(spark: SparkSession, settings: Settings) -> StreamingQuery:
     checkpoint = settings.checkpoint_dir / BRONZE_SILVER_QUERY
-    parsed = silver.parse_trades(read_kafka(spark, settings)).withColumn("ingested_at", F.current_timestamp())
+    parsed = (silver.parse_trades(read_kafka(spark, settings)).drop("valid")  # the sink splits on `reason`
+              .withColumn("ingested_at", F.current_timestamp()))
     writer = (
         parsed.writeStream.queryName(BRONZE_SILVER_QUERY)
         .outputMode("append")

@@ -1,8 +1,8 @@
 """Silver: Kafka records -> typed, validated trades (pure DataFrame -> DataFrame functions).
 
 `parse_trades` keeps every record and adds a `reason` column: NULL for a valid trade, else a
-human-readable explanation of the first problem found. `valid_trades` and `rejected_records`
-split on it, so nothing is dropped without a trace.
+human-readable explanation of the first problem found; and `valid`, the same as a boolean.
+`valid_trades` and `rejected_records` split on it, so nothing is dropped without a trace.
 """
 
 from __future__ import annotations
@@ -114,15 +114,18 @@ def parse_trades(records: DataFrame) -> DataFrame:
         "channel",
         F.col("event_time").try_cast("timestamp").alias("event_time"),
         _first_problem(checks).alias("reason"),
+        # The same checks as one predicate (reason IS NULL exactly): a query that only keeps the
+        # valid trades filters on it, and Spark prunes the messages it never reads.
+        (~functools.reduce(operator.or_, [F.coalesce(failed, F.lit(False)) for failed, _ in checks])).alias("valid"),
     )
 
 
 def valid_trades(parsed: DataFrame) -> DataFrame:
-    return parsed.where(F.col("reason").isNull()).drop("reason", "value", "key")
+    return parsed.where(F.col("valid")).drop("reason", "valid", "value", "key")
 
 
 def rejected_records(parsed: DataFrame) -> DataFrame:
-    return parsed.where(F.col("reason").isNotNull()).select(
+    return parsed.where(~F.col("valid")).select(
         "key", "value", "topic", "partition", "offset", "kafka_timestamp", "reason"
     )
 

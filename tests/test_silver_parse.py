@@ -23,7 +23,7 @@ def parse_one(spark, value):
 
 def test_a_valid_trade_is_typed_and_gets_its_amount(spark):
     row = parse_one(spark, GOOD)
-    assert row.reason is None
+    assert row.reason is None and row.valid is True
     assert (row.trade_id, row.side, row.quantity, row.price) == ("t-1", "BUY", 10, 101.25)
     assert row.amount == pytest.approx(1012.5)
     assert row.event_time.isoformat() == "2026-03-02T09:32:00"  # UTC session time zone
@@ -65,6 +65,7 @@ def test_bad_records_get_a_readable_reason(spark, kind):
     value, expected = BAD[kind]
     row = parse_one(spark, value)
     assert row.reason is not None and expected in row.reason, row.reason
+    assert row.valid is False  # the predicate gold filters on agrees with the reason
 
 
 def test_a_trade_without_a_kafka_key_is_rejected(spark):
