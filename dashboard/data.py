@@ -114,7 +114,7 @@ def json_records(frame: pd.DataFrame, time_columns: tuple[str, ...]) -> list[dic
     out = frame.astype(object).where(frame.notna(), None)  # object dtype: Python ints and floats
     for column in time_columns:
         if column in out:
-            out[column] = [None if v is None else pd.Timestamp(v).isoformat() for v in out[column]]
+            out[column] = [_iso(v) for v in out[column]]
     return out.to_dict("records")
 
 

@@ -36,6 +36,7 @@ import pyarrow as pa
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from streaming.broker import EmbeddedBroker, port_is_free
+from streaming.health import EndOffsets
 from streaming.kafka_admin import ensure_topic, wait_until_reachable
 from streaming.kafka_source import MAX_RESPONSE_BYTES
 from streaming.producer import SYMBOLS, make_trade, market_open_on
@@ -288,18 +289,13 @@ def preload(bootstrap: str, topic: str, count: int, seed: int = 7) -> Oracle:
     return oracle
 
 
-def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-offsets"})
-    try:
-        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions}
-    finally:
-        consumer.close()
-
-
 def broker_consume_rate(bootstrap: str, topic: str) -> float:
     """Messages/s of a plain consumer reading the whole topic (assign + consume, values touched)."""
-    ends = end_offsets(bootstrap, topic)
+    reader = EndOffsets({"bootstrap.servers": bootstrap}, topic)
+    try:
+        ends = {int(key.rsplit(":", 1)[1]): end for key, end in reader.read(timeout_s=10).items()}
+    finally:
+        reader.close()
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-anchor", "enable.auto.commit": False,
                          "enable.partition.eof": False, "receive.message.max.bytes": MAX_RESPONSE_BYTES})
     consumer.assign([TopicPartition(topic, p, 0) for p in ends])

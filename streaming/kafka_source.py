@@ -340,7 +340,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 ranges.append(KafkaPartitionRange(topic, partition, since, until))
         return group_ranges(ranges, self.options.max_tasks)
 
-    def read(self, partition: "KafkaRangeGroup") -> Iterator:
+    def read(self, partition: KafkaRangeGroup) -> Iterator:
         for part in partition.ranges:
             yield from read_range(self.options, part)
 

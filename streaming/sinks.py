@@ -67,7 +67,6 @@ class BatchSink:
         with LATE_TRADES_LOCK:
             self.publish(LATE_TRADES_TABLE, rows, LATE_TRADES_KEYS, batch_id, insert_only=True)
 
-
     def silver_records_in(self, ranges: pa.Table, up_to: datetime) -> pd.DataFrame:
         """The silver trades whose Kafka records lie in these offset ranges (topic, partition,
         start_offset, end_offset) and whose event time is at or before `up_to`: the only ones
