@@ -11,8 +11,9 @@ timestampType) and the same option names:
     startingTimestamp         milliseconds since the epoch; wins over startingOffsets
     maxOffsetsPerTrigger      records per micro-batch, spread over partitions
     kafkaConsumer.pollTimeoutMs  how long to wait for Kafka before failing (default 120000)
-    maxTasks                  at most this many tasks per micro-batch, partitions grouped by size
-                              (ours, not Spark's: a Python task has a fixed cost; default: one per partition)
+    maxTasks                  at most this many tasks per micro-batch, and one per 20,000 records,
+                              partitions grouped by size (ours, not Spark's: a Python task has a fixed
+                              cost; default: one task per partition)
     kafka.*                   passed to the confluent-kafka (librdkafka) client
 
 Offsets are {topic: {partition: next offset to read}} dicts that Spark keeps in the query
@@ -60,6 +61,7 @@ EARLIEST, LATEST = -2, -1
 # A task that sees no record for this long while offsets remain declares the broker gone.
 DEFAULT_READ_TIMEOUT_MS = 120_000
 RECORDS_PER_ARROW_BATCH = 20_000
+MIN_RECORDS_PER_TASK = 20_000  # with maxTasks: a smaller batch is read by fewer tasks
 MAX_RESPONSE_BYTES = 2_147_483_647  # librdkafka's upper bound for receive.message.max.bytes
 
 
@@ -193,14 +195,20 @@ class KafkaRangeGroup(InputPartition):
         self.ranges = ranges
 
 
-def group_ranges(ranges: list[KafkaPartitionRange], max_tasks: int | None) -> list[KafkaRangeGroup]:
-    """At most `max_tasks` tasks, each with about the same number of records (largest range
-    first, into the lightest task). A task costs a Python worker round trip, so on a small
-    cluster a batch of many partitions is read in one wave of tasks rather than several."""
-    if not max_tasks or len(ranges) <= max_tasks:
+def group_ranges(ranges: list[KafkaPartitionRange], max_tasks: int | None,
+                 min_records_per_task: int = MIN_RECORDS_PER_TASK) -> list[KafkaRangeGroup]:
+    """At most `max_tasks` tasks, and no more than one per `min_records_per_task` records,
+    each with about the same number of records (largest range first, into the lightest task).
+    A task costs a Python worker round trip (about 100 ms of a small micro-batch), so a live
+    batch of a few thousand records is one task, and a catch-up batch one wave of tasks."""
+    if not max_tasks:
         return [KafkaRangeGroup([r]) for r in ranges]
-    groups: list[list[KafkaPartitionRange]] = [[] for _ in range(max_tasks)]
-    loads = [0] * max_tasks
+    total = sum(r.until_offset - r.from_offset for r in ranges)
+    tasks = max(1, min(max_tasks, -(-total // max(1, min_records_per_task))))
+    if len(ranges) <= tasks:
+        return [KafkaRangeGroup([r]) for r in ranges]
+    groups: list[list[KafkaPartitionRange]] = [[] for _ in range(tasks)]
+    loads = [0] * tasks
     for part in sorted(ranges, key=lambda r: r.until_offset - r.from_offset, reverse=True):
         lightest = loads.index(min(loads))
         groups[lightest].append(part)

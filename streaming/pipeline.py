@@ -66,8 +66,9 @@ def with_trigger(writer, settings: Settings | LoadSettings, interval: timedelta 
 
 def start_bronze_silver_query(spark: SparkSession, settings: Settings) -> StreamingQuery:
     checkpoint = settings.checkpoint_dir / BRONZE_SILVER_QUERY
-    parsed = (silver.parse_trades(read_kafka(spark, settings)).drop("valid")  # the sink splits on `reason`
-              .withColumn("ingested_at", F.current_timestamp()))
+    # The sink splits on `reason` and stamps `ingested_at`: a current_timestamp() here would be a new
+    # literal in every micro-batch, and Spark would compile the whole parse again each time.
+    parsed = silver.parse_trades(read_kafka(spark, settings)).drop("valid")
     writer = (
         parsed.writeStream.queryName(BRONZE_SILVER_QUERY)
         .outputMode("append")

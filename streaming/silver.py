@@ -114,10 +114,29 @@ def parse_trades(records: DataFrame) -> DataFrame:
         "channel",
         F.col("event_time").try_cast("timestamp").alias("event_time"),
         _first_problem(checks).alias("reason"),
-        # The same checks as one predicate (reason IS NULL exactly): a query that only keeps the
-        # valid trades filters on it, and Spark prunes the messages it never reads.
-        (~functools.reduce(operator.or_, [F.coalesce(failed, F.lit(False)) for failed, _ in checks])).alias("valid"),
+        _is_valid().alias("valid"),
     )
+
+
+def _is_valid() -> Column:
+    """`reason IS NULL`, as a lean predicate: a query that only keeps the valid trades (gold)
+    filters on it, so Spark prunes the messages, the second parse for the JSON's keys and the
+    raw-text lookups. Every field non-NULL is what the missing/null/mistyped checks come down to
+    for a valid trade. Spark plans, generates and ships this expression every micro-batch, so
+    its size is latency. tests/test_silver_parse.py checks it agrees with `reason`."""
+    conditions = [
+        F.length("value").between(1, MAX_VALUE_BYTES),
+        F.col("json_text").isNotNull(),
+        *[F.col(field).isNotNull() for field in TRADE_FIELDS],
+        *[F.trim(F.col(field)) != "" for field in ("trade_id", "account_id", "symbol", "channel")],
+        F.col("side").isin(*SIDES),
+        F.col("quantity").between(1, MAX_QUANTITY),
+        ~F.isnan("price"), F.col("price") > 0, F.col("price") <= MAX_PRICE,  # +-Infinity is out of range
+        F.col("event_time").rlike(_ISO_WITH_ZONE),
+        F.col("event_time").try_cast("timestamp").isNotNull(),
+        F.length("key") > 0,
+    ]
+    return F.coalesce(functools.reduce(operator.and_, conditions), F.lit(False))
 
 
 def valid_trades(parsed: DataFrame) -> DataFrame:

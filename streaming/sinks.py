@@ -19,6 +19,7 @@ import pyarrow.dataset as pads
 from pyspark.sql import DataFrame
 
 from streaming import bronze, gold, silver
+from streaming.bronze import UTC_TIME
 from streaming.corrections import CORRECTIONS_KEYS, CORRECTIONS_TABLE, find_corrections
 from streaming.delta_sink import checkpoint_query_id, open_table, publish, same_values
 from streaming.lateness import (
@@ -105,6 +106,7 @@ class MedallionSink(BatchSink):
         rows = batch.toArrow()
         if rows.num_rows == 0:
             return
+        rows = rows.append_column("ingested_at", pa.repeat(pa.scalar(datetime.now(timezone.utc), UTC_TIME), rows.num_rows))
         trades = silver.silver_rows(rows)
         self.publish(bronze.BRONZE_TABLE, bronze.bronze_rows(rows), bronze.BRONZE_KEYS, batch_id, insert_only=True)
         # The first copy of a trade wins; the same record read again (a replay after a fix)
@@ -146,8 +148,16 @@ class GoldSink(BatchSink):
         now = datetime.now(timezone.utc)
         updated = self.summary_rows(batch.toArrow(), batch_id, now)
         # All writes under one lock, so that a reader holding it (reconcile.py) finds the ledger
-        # and gold at the same batch.
+        # and gold at the same batch. Gold first: it is what the chart waits for.
         with GOLD_WRITE_LOCK:
+            if updated.num_rows:
+                # Corrections before gold: they need the windows as they stood before this batch.
+                current = open_table(self.settings.table_path(gold.GOLD_TABLE))
+                corrections = find_corrections(
+                    current.to_pandas() if current is not None else pd.DataFrame(), updated.to_pandas(),
+                    self.batch_watermark(batch_id), self.settings.watermark, now, batch_id, self.query_id)
+                self.publish(CORRECTIONS_TABLE, corrections, CORRECTIONS_KEYS, batch_id, insert_only=True)
+                self.publish(gold.GOLD_TABLE, updated, gold.GOLD_KEYS, batch_id, bump=("revision",))
             # Every batch that read records leaves its offset ranges and watermark in the ledger,
             # even when all its trades were too late and it changes no window.
             ledger = batch_ledger(self.checkpoint, self.query_id, batch_id)
@@ -157,15 +167,6 @@ class GoldSink(BatchSink):
                 late_candidates = self.silver_records_in(ledger, watermark)
                 if not late_candidates.empty:
                     self.record_late_trades(late_candidates, ledger.to_pandas(), batch_id)
-            if updated.num_rows == 0:
-                return
-            # Corrections first: they need the windows as they stood before this batch.
-            current = open_table(self.settings.table_path(gold.GOLD_TABLE))
-            corrections = find_corrections(
-                current.to_pandas() if current is not None else pd.DataFrame(), updated.to_pandas(),
-                self.batch_watermark(batch_id), self.settings.watermark, now, batch_id, self.query_id)
-            self.publish(CORRECTIONS_TABLE, corrections, CORRECTIONS_KEYS, batch_id, insert_only=True)
-            self.publish(gold.GOLD_TABLE, updated, gold.GOLD_KEYS, batch_id, bump=("revision",))
 
     def summary_rows(self, rows: pa.Table, batch_id: int, now: datetime) -> pa.Table:
         """The batch's updated windows as gold rows (plus a replay's baseline)."""

@@ -16,6 +16,18 @@ LOG4J_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
 FAIR_SCHEDULER_POOLS = Path(__file__).resolve().parent / "fairscheduler.xml"
 
 
+# Checkpoints live under --data-dir on the local disk. Without Hadoop's native library, its
+# default local file system starts a `chmod` (and, through FileContext, `readlink`) process for
+# every file it writes or renames: a micro-batch's offset log, commit log and state files cost
+# 40-140 ms that way, 5-15 ms with these. Renames stay atomic (rename(2)); no .crc side files.
+LOCAL_CHECKPOINT_FILES = {
+    "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
+    "spark.hadoop.fs.AbstractFileSystem.file.impl": "org.apache.hadoop.fs.local.RawLocalFs",
+    "spark.sql.streaming.checkpointFileManagerClass":
+        "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager",
+}
+
+
 class JavaMissing(RuntimeError):
     pass
 
@@ -90,6 +102,8 @@ def create_spark(master: str = "local[*]", app_name: str = "trade-summary", shuf
         .set("spark.scheduler.allocation.file", FAIR_SCHEDULER_POOLS.as_uri())
         .set("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}")
     )
+    for key, value in LOCAL_CHECKPOINT_FILES.items():
+        conf.set(key, value)
     if SparkContext._active_spark_context is None:
         # The JVM gets its own session, so a SIGTERM or Ctrl-C sent to our process group
         # (a supervisor, `timeout`, a closing terminal) reaches only us, and we stop the

@@ -118,13 +118,21 @@ def test_partitions_added_later_are_read_from_their_start(spark, broker, writer,
     assert sorted(json.loads(r.value)["n"] for r in rows) == [0, 1, 2, 3, 4, 5, 99]
 
 
-def test_small_batches_of_many_partitions_are_read_in_one_wave_of_tasks():
+def test_batches_of_many_partitions_are_read_in_one_wave_of_tasks():
     from streaming.kafka_source import KafkaPartitionRange, group_ranges
 
     ranges = [KafkaPartitionRange("t", p, 0, n) for p, n in enumerate((100, 50, 60, 10))]
-    groups = group_ranges(ranges, 2)
+    groups = group_ranges(ranges, 2, min_records_per_task=100)
     assert sorted(sorted(r.partition for r in g.ranges) for g in groups) == [[0, 3], [1, 2]]  # 110 records each
     assert sum(len(g.ranges) for g in group_ranges(ranges, None)) == 4 == len(group_ranges(ranges, None))
+
+
+def test_a_small_batch_is_read_by_one_task():
+    from streaming.kafka_source import KafkaPartitionRange, group_ranges
+
+    ranges = [KafkaPartitionRange("t", p, 0, n) for p, n in enumerate((400, 350, 300))]
+    assert [len(g.ranges) for g in group_ranges(ranges, 2)] == [3]
+    assert len(group_ranges(ranges, 2, min_records_per_task=500)) == 2
 
 
 def test_the_offset_cap_is_spent_in_full_so_no_tiny_batch_trails():

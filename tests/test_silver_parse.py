@@ -50,6 +50,9 @@ BAD = {
     "price as object": ({**GOOD, "price": {"amount": 3}}, "price must be a finite positive number"),
     "nan price": (json.dumps(GOOD).replace("101.25", "NaN").encode(), "NaN/Infinity literals"),
     "infinite price": (json.dumps(GOOD).replace("101.25", "1e400").encode(), "price must be a finite positive"),
+    "minus infinite price": (json.dumps(GOOD).replace("101.25", "-1e400").encode(), "price must be a finite positive"),
+    "null side": ({**GOOD, "side": None}, "field 'side' is null"),
+    "null event_time": ({**GOOD, "event_time": None}, "field 'event_time' is null"),
     "absurd quantity": ({**GOOD, "quantity": 10**12}, "over the limit"),
     "unknown side": ({**GOOD, "side": "HOLD"}, "side must be BUY or SELL, got HOLD"),
     "time without zone": ({**GOOD, "event_time": "2026-03-02T09:32:00"}, "with a zone"),
@@ -71,7 +74,8 @@ def test_bad_records_get_a_readable_reason(spark, kind):
 def test_a_trade_without_a_kafka_key_is_rejected(spark):
     df = spark.createDataFrame([(None, json.dumps(GOOD).encode(), "trades", 0, 0, None)],
                                "key binary, value binary, topic string, partition int, offset long, timestamp timestamp")
-    assert silver.parse_trades(df).collect()[0].reason == "missing Kafka key (the account_id)"
+    row = silver.parse_trades(df).collect()[0]
+    assert row.reason == "missing Kafka key (the account_id)" and row.valid is False
 
 
 def test_valid_and_rejected_split_keeps_every_record(spark):
