@@ -28,6 +28,12 @@ LOCAL_CHECKPOINT_FILES = {
 }
 
 
+# The parse-and-validate stage compiles to one method over HotSpot's 8,000-byte limit for JIT
+# compilation, so by default it runs interpreted. Compiling it anyway cut the JVM's CPU time per
+# trade by about 12 % in a catch-up (streaming.bench).
+JIT_OPTIONS = "-XX:-DontCompileHugeMethods"
+
+
 class JavaMissing(RuntimeError):
     pass
 
@@ -77,6 +83,10 @@ def create_spark(master: str = "local[*]", app_name: str = "trade-summary", shuf
     if str(REPO_ROOT) not in python_path.split(os.pathsep):
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), python_path) if p)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # For the JVM and Spark's Python workers (read at their start): glibc gives each thread that
+    # allocates its own arena, and librdkafka's and the JVM's threads kept hundreds of MB of
+    # freed memory that way while catching up.
+    os.environ.setdefault("MALLOC_ARENA_MAX", "2")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
@@ -100,7 +110,8 @@ def create_spark(master: str = "local[*]", app_name: str = "trade-summary", shuf
         # The queries share the cores: gold's micro-batches go first (see fairscheduler.xml).
         .set("spark.scheduler.mode", "FAIR")
         .set("spark.scheduler.allocation.file", FAIR_SCHEDULER_POOLS.as_uri())
-        .set("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}")
+        .set("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()} {JIT_OPTIONS}")
+        .set("spark.executor.extraJavaOptions", JIT_OPTIONS)
     )
     for key, value in LOCAL_CHECKPOINT_FILES.items():
         conf.set(key, value)
