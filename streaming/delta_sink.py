@@ -30,6 +30,19 @@ def same_values(columns: Sequence[str]) -> str:
     return " AND ".join(f"t.{quote(c)} = s.{quote(c)}" for c in columns)
 
 
+def key_ranges(rows: pa.Table, keys: Sequence[str]) -> list[str]:
+    """`t.k >= low AND t.k <= high` over the source's range of each integer key (offsets, batch
+    ids): only a target row inside it can match, and delta-rs then reads just the files whose
+    statistics overlap it instead of the whole table, which grows all day."""
+    conditions = []
+    for key in keys:
+        if pa.types.is_integer(rows.schema.field(key).type):
+            low, high = pc.min_max(rows[key]).values()
+            if low.is_valid:
+                conditions.append(f"t.{quote(key)} >= {low.as_py()} AND t.{quote(key)} <= {high.as_py()}")
+    return conditions
+
+
 def one_per_key(rows: pa.Table, keys: Sequence[str], keep: str = "last") -> pa.Table:
     """One row per key, the first or last in `rows` order: MERGE rejects a source with two
     rows for one key."""
@@ -97,7 +110,7 @@ def publish(
         return False
     merge = table.merge(
         rows,
-        predicate=same_values(keys),
+        predicate=" AND ".join([same_values(keys), *key_ranges(rows, keys)]),
         source_alias="s",
         target_alias="t",
         commit_properties=commit,

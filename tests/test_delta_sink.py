@@ -1,0 +1,39 @@
+"""delta_sink.publish, the one upsert every table goes through, on small Arrow tables."""
+
+import pyarrow as pa
+from deltalake import DeltaTable
+
+from streaming.delta_sink import key_ranges, publish
+
+KEYS = ("topic", "partition", "offset")
+
+
+def records(offsets, value: str) -> pa.Table:
+    return pa.table({"topic": ["t"] * len(offsets), "partition": pa.array([0] * len(offsets), pa.int32()),
+                     "offset": pa.array(offsets, pa.int64()), "value": [value] * len(offsets)})
+
+
+def test_the_merge_reads_only_the_source_range_of_integer_keys():
+    assert key_ranges(records([7, 3, 9], "a"), KEYS) == [
+        't."partition" >= 0 AND t."partition" <= 0', 't."offset" >= 3 AND t."offset" <= 9']
+
+
+def test_overlapping_batches_keep_one_row_per_key_across_many_files(tmp_path):
+    path = tmp_path / "bronze"
+    for version, start in enumerate(range(0, 50, 10)):  # five files: offsets 0-9, 10-19, ...
+        assert publish(path, records(list(range(start, start + 10)), "first"), KEYS, "app", version, insert_only=True)
+    publish(path, records(list(range(45, 60)), "second"), KEYS, "app", 5, insert_only=True)
+    publish(path, records([0, 25, 59], "updated"), KEYS, "app", 6)  # an upsert across old and new files
+    rows = DeltaTable(str(path)).to_pandas().sort_values("offset")
+    assert rows["offset"].tolist() == list(range(60))
+    values = dict(zip(rows["offset"], rows["value"]))
+    assert (values[0], values[25], values[59]) == ("updated", "updated", "updated")
+    assert (values[45], values[49], values[50]) == ("first", "first", "second")
+
+
+def test_a_batch_already_committed_is_skipped(tmp_path):
+    path = tmp_path / "bronze"
+    assert publish(path, records([1, 2], "a"), KEYS, "app", 0, insert_only=True)
+    assert publish(path, records([3], "b"), KEYS, "app", 1)
+    assert not publish(path, records([1, 2, 3, 4], "again"), KEYS, "app", 1)
+    assert sorted(DeltaTable(str(path)).to_pandas()["offset"]) == [1, 2, 3]
