@@ -23,6 +23,7 @@ from streaming.lateness import BATCH_WATERMARKS_SCHEMA, BATCH_WATERMARKS_TABLE, 
 from streaming.replay import ReplayBaseline, load_baseline, remember_replay
 from streaming.settings import LoadSettings, Settings, format_duration
 from streaming.sinks import GoldSink, MedallionSink
+from streaming.spark_session import gold_shuffle_partitions, shuffle_partitions
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +94,8 @@ def start_gold_query(spark: SparkSession, settings: Settings,
         .option("checkpointLocation", str(checkpoint))
         .foreachBatch(GoldSink(settings, checkpoint, baseline))
     )
-    return with_trigger(writer, settings).start()
+    with shuffle_partitions(spark, gold_shuffle_partitions(settings.master)):
+        return with_trigger(writer, settings).start()
 
 
 def set_aside_checkpoints(settings: Settings) -> Path | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -74,6 +75,27 @@ def default_shuffle_partitions(master: str) -> int:
     if match is None:
         return 8
     return (os.cpu_count() or 2) if match.group(1) == "*" else max(1, int(match.group(1)))
+
+
+def gold_shuffle_partitions(master: str) -> int | None:
+    """Gold's stateful stages on a local master: one task each. Their cost is mostly fixed per
+    task (a state store loaded and committed every micro-batch), and a live batch is a few
+    thousand trades; the parsing stage before them still uses every core. None: the default."""
+    return 1 if master.strip().startswith("local") else None
+
+
+@contextlib.contextmanager
+def shuffle_partitions(spark, partitions: int | None):
+    """Start a query with this many shuffle partitions (kept in its checkpoint for good; a
+    restart goes on with the number its checkpoint has)."""
+    key = "spark.sql.shuffle.partitions"
+    previous = spark.conf.get(key)
+    if partitions is not None:
+        spark.conf.set(key, str(partitions))
+    try:
+        yield
+    finally:
+        spark.conf.set(key, previous)
 
 
 def create_spark(master: str = "local[*]", app_name: str = "trade-summary", shuffle_partitions: int | None = None):
