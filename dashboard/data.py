@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as pads
@@ -56,13 +57,22 @@ def trading_days(gold: pd.DataFrame) -> list[str]:
     return [day.strftime("%Y-%m-%d") for day in sorted(days, reverse=True)]
 
 
+def utc_micros(values: pd.Series) -> np.ndarray:
+    """Times as naive UTC datetime64[us] (numpy compares them far faster than pandas)."""
+    if not isinstance(values.dtype, pd.DatetimeTZDtype):
+        values = pd.to_datetime(values, utc=True)
+    return values.to_numpy(dtype="datetime64[us]")
+
+
 def on_day(frame: pd.DataFrame, day: str | None, column: str = "window_start") -> pd.DataFrame:
     """The rows whose `column` falls on `day` (YYYY-MM-DD, UTC), oldest first."""
     if frame.empty or day is None:
         return frame.iloc[0:0] if day is None else frame
-    times = pd.to_datetime(frame[column], utc=True)
-    start = pd.Timestamp(day, tz="UTC")
-    return frame[(times >= start) & (times < start + pd.Timedelta(days=1))].sort_values(column).reset_index(drop=True)
+    times = utc_micros(frame[column])
+    start = np.datetime64(day, "us")
+    rows = np.flatnonzero((times >= start) & (times < start + np.timedelta64(1, "D")))
+    rows = rows[np.argsort(times[rows], kind="stable")]
+    return frame.iloc[rows].reset_index(drop=True)
 
 
 def read_silver_day(path: Path, day: str, channel: str | None, symbol: str | None) -> pd.DataFrame:
@@ -106,28 +116,59 @@ def silver_windows(trades: pd.DataFrame, window: pd.Timedelta) -> pd.DataFrame:
 
 
 def _iso(value) -> str | None:
+    if isinstance(value, pd.Timestamp):  # NaT is not one
+        return value.isoformat()
     return None if value is None or pd.isna(value) else pd.Timestamp(value).isoformat()
+
+
+def _plain(value):
+    return None if value is None or (isinstance(value, float) and value != value) else value  # NaN -> None
 
 
 def json_records(frame: pd.DataFrame, time_columns: tuple[str, ...]) -> list[dict]:
     """Rows as plain JSON values: times as ISO strings, NaN/NaT as None, Python numbers."""
-    out = frame.astype(object).where(frame.notna(), None)  # object dtype: Python ints and floats
-    for column in time_columns:
-        if column in out:
-            out[column] = [_iso(v) for v in out[column]]
-    return out.to_dict("records")
+    columns = [[_iso(v) for v in frame[name]] if name in time_columns else [_plain(v) for v in frame[name].tolist()]
+               for name in frame.columns]
+    return [dict(zip(frame.columns, row)) for row in zip(*columns)]
 
 
 MEASURES = ("buy_amount", "sell_amount", "settlement_amount", "trade_count")
 
 
-def first_reported(corrections: pd.DataFrame) -> dict[pd.Timestamp, dict]:
-    """window_start -> its earliest correction: the '_before' values are what the chart first
-    showed as the complete window."""
+def first_reported(corrections: pd.DataFrame) -> dict[str, dict]:
+    """window_start (ISO) -> the '_before' values of its earliest correction: what the chart
+    first showed as the complete window."""
     if corrections.empty:
         return {}
-    earliest = corrections.sort_values(["corrected_at", "batch_id"]).drop_duplicates("window_start")
-    return {pd.Timestamp(row["window_start"]): row for row in earliest.to_dict("records")}
+    order = np.lexsort((corrections["batch_id"].to_numpy(), utc_micros(corrections["corrected_at"])))
+    starts = utc_micros(corrections["window_start"])[order]
+    _, first = np.unique(starts, return_index=True)  # the first row of each window, in that order
+    rows = order[first]
+    befores = {f"{m}_before": corrections[f"{m}_before"].to_numpy()[rows].tolist() for m in MEASURES}
+    return {pd.Timestamp(start, tz="UTC").isoformat(): {name: values[i] for name, values in befores.items()}
+            for i, start in enumerate(starts[first])}
+
+
+def window_records(windows: pd.DataFrame, first: dict[str, dict]) -> list[dict]:
+    """Gold-shaped rows -> the store's window records, each with its values as first reported
+    (its earliest correction's '_before' values, or the current ones if never corrected)."""
+    starts = [pd.Timestamp(v).isoformat() for v in windows["window_start"]]
+    columns = {
+        "window_start": starts,
+        "window_end": [pd.Timestamp(v).isoformat() for v in windows["window_end"]],
+        "buy_amount": windows["buy_amount"].astype(float).tolist(),
+        "sell_amount": windows["sell_amount"].astype(float).tolist(),
+        "settlement_amount": windows["settlement_amount"].astype(float).tolist(),
+        "trade_count": windows["trade_count"].astype("int64").tolist(),
+        "revision": windows["revision"].astype("int64").tolist(),
+    }
+    records = [dict(zip(columns, row)) for row in zip(*columns.values())]
+    for record in records:
+        before = first.get(record["window_start"])
+        for measure in MEASURES:
+            value = before[f"{measure}_before"] if before is not None else record[measure]
+            record[f"{measure}_first"] = int(value) if measure == "trade_count" else float(value)
+    return records
 
 
 def snapshot_from(gold: pd.DataFrame, corrections: pd.DataFrame | None = None,
@@ -142,23 +183,7 @@ def snapshot_from(gold: pd.DataFrame, corrections: pd.DataFrame | None = None,
     late_trades = on_day(late_trades if late_trades is not None else pd.DataFrame(columns=LATE_TRADE_COLUMNS), day)
     day_windows = on_day(gold, day) if drill is None else drill
     # Corrections describe the streaming totals: a drill-down from silver has no ghost of them.
-    first = first_reported(corrections) if drill is None else {}
-    records = []
-    for row in day_windows.itertuples(index=False):
-        record = {
-            "window_start": pd.Timestamp(row.window_start).isoformat(),
-            "window_end": pd.Timestamp(row.window_end).isoformat(),
-            "buy_amount": float(row.buy_amount),
-            "sell_amount": float(row.sell_amount),
-            "settlement_amount": float(row.settlement_amount),
-            "trade_count": int(row.trade_count),
-            "revision": int(row.revision),
-        }
-        before = first.get(pd.Timestamp(row.window_start))
-        for measure in MEASURES:
-            value = before[f"{measure}_before"] if before is not None else record[measure]
-            record[f"{measure}_first"] = int(value) if measure == "trade_count" else float(value)
-        records.append(record)
+    records = window_records(day_windows, first_reported(corrections) if drill is None else {})
     newest = corrections.sort_values(["corrected_at", "window_start"], ascending=False).head(FEED_ROWS)
     # A too-late trade that a backfill has since put into gold counts as corrected, not as too late.
     too_late = int(late_trades["backfilled_at"].isna().sum()) if "backfilled_at" in late_trades else len(late_trades)

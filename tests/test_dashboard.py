@@ -11,7 +11,8 @@ from dashboard import ids
 from dashboard.app import create_app
 from dashboard.callbacks import late_knobs, validate_rate
 from dashboard.data import (
-    CORRECTION_COLUMNS, GOLD_COLUMNS, LATE_TRADE_COLUMNS, TableReader, silver_windows, snapshot_from,
+    CORRECTION_COLUMNS, GOLD_COLUMNS, LATE_TRADE_COLUMNS, TableReader, first_reported, json_records, on_day,
+    silver_windows, snapshot_from,
 )
 from dashboard.figures import BUY_COLOR, SELL_COLOR, SETTLEMENT_COLOR, summary_figure
 from streaming.corrections import CORRECTIONS_TABLE
@@ -375,3 +376,35 @@ def test_a_drill_down_shows_no_correction_markers_or_ghosts_of_the_streaming_tot
     assert "Corrected by late trades" not in names
     streaming = [t["name"] for t in summary_figure(snapshot_from(gold, corrections))["data"]]
     assert "Corrected by late trades" in streaming
+
+
+def test_on_day_keeps_that_utc_day_oldest_first_whether_times_are_typed_or_strings():
+    times = ["2026-03-02T10:00:00+00:00", "2026-03-01T23:59:59+00:00", "2026-03-02T09:00:00+01:00",
+             "2026-03-03T00:00:00+00:00"]
+    for column in (pd.Series(times), pd.to_datetime(pd.Series(times), utc=True)):
+        frame = pd.DataFrame({"window_start": column, "n": [1, 2, 3, 4]})
+        assert on_day(frame, "2026-03-02")["n"].tolist() == [3, 1]  # 09:00+01:00 is 08:00 UTC
+
+
+def test_first_reported_is_the_earliest_correction_of_each_window_ties_broken_by_batch():
+    at = pd.Timestamp("2026-03-02T10:00:00Z")
+    w1, w2 = pd.Timestamp("2026-03-02T09:00:00Z"), pd.Timestamp("2026-03-02T09:15:00Z")
+    rows = [(w1, at + pd.Timedelta(seconds=5), 7, 300.0), (w1, at, 9, 200.0), (w1, at, 8, 100.0),
+            (w2, at + pd.Timedelta(seconds=1), 1, 50.0)]
+    frame = pd.DataFrame([{"window_start": w, "corrected_at": c, "batch_id": b, "buy_amount_before": v,
+                           "sell_amount_before": 0.0, "settlement_amount_before": v, "trade_count_before": 1}
+                          for w, c, b, v in rows])
+    first = first_reported(frame)
+    assert set(first) == {w1.isoformat(), w2.isoformat()}
+    assert first[w1.isoformat()]["buy_amount_before"] == 100.0
+    assert first[w2.isoformat()]["buy_amount_before"] == 50.0
+
+
+def test_json_records_gives_plain_json_values():
+    frame = pd.DataFrame({"at": pd.to_datetime(["2026-03-02T09:00:00Z", None], utc=True), "amount": [1.5, float("nan")],
+                          "count": [3, 4], "side": ["BUY", None]})
+    records = json_records(frame, ("at",))
+    assert records == [{"at": "2026-03-02T09:00:00+00:00", "amount": 1.5, "count": 3, "side": "BUY"},
+                       {"at": None, "amount": None, "count": 4, "side": None}]
+    assert type(records[0]["count"]) is int
+    json.dumps(records)
