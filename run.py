@@ -82,9 +82,12 @@ class Command:
     def _start_spark(self) -> None:
         from streaming.spark_session import create_spark
 
-        log.info("starting Spark (%s) ...", self.settings.master)
+        conf = self.settings.spark_conf
+        # Keys only: a value may be a secret (a storage key, a token).
+        log.info("starting Spark (%s)%s ...", self.settings.master,
+                 f" with --conf {', '.join(key for key, _ in conf)}" if conf else "")
         began = time.monotonic()
-        self.spark = create_spark(self.settings.master)
+        self.spark = create_spark(self.settings.master, conf_overrides=conf)
         self.install_signal_handlers()  # SparkContext replaces the SIGINT handler with its own
         log.info("Spark %s up in %.1f s", self.spark.version, time.monotonic() - began)
 

@@ -40,7 +40,7 @@ from streaming.health import EndOffsets
 from streaming.kafka_admin import ensure_topic, wait_until_reachable
 from streaming.kafka_source import MAX_RESPONSE_BYTES
 from streaming.producer import SYMBOLS, make_trade, market_open_on
-from streaming.settings import Settings, format_duration
+from streaming.settings import Settings, format_duration, spark_conf_pair
 
 log = logging.getLogger("bench")
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -617,7 +617,8 @@ def report(results: Results, args: argparse.Namespace, plots: list[str]) -> str:
         "## Machine",
         "",
         *[f"- {k}: {v}" for k, v in m.items()],
-        f"- Spark master `{args.master}`, {PARTITIONS} topic partitions, embedded noida-db broker",
+        f"- Spark master `{args.master}`, {PARTITIONS} topic partitions, embedded noida-db broker"
+        + "".join(f", `--conf {key}={value}`" for key, value in args.conf),
         "",
         "## What each figure is",
         "",
@@ -699,6 +700,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="how long to produce for freshness (default: %(default)s)")
     parser.add_argument("--callback-runs", type=int, default=200, help="dashboard refreshes (default: %(default)s)")
     parser.add_argument("--master", default="local[*]", help="Spark master (default: %(default)s)")
+    parser.add_argument("--conf", type=spark_conf_pair, action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting, as spark-submit's --conf (repeatable)")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs",
                         help="where benchmarks.md and the plots go (default: docs/)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary data directory")
@@ -744,7 +747,7 @@ def main(argv: list[str] | None = None) -> int:
 
         log.info("2/5 throughput: starting Spark (%s) ...", args.master)
         began = time.perf_counter()
-        spark = create_spark(args.master)
+        spark = create_spark(args.master, conf_overrides=args.conf)
         results.spark_start_s = time.perf_counter() - began
         common = dict(bootstrap_servers=bootstrap, producer_enabled=False, dashboard_enabled=False, master=args.master)
         throughput_dir = work / "throughput"

@@ -141,6 +141,7 @@ class Settings(KafkaTarget):
     max_offsets_per_trigger: int | None = None
     replay_from: datetime | None = None
     master: str = "local[*]"
+    spark_conf: tuple[tuple[str, str], ...] = ()  # --conf KEY=VALUE, applied over our defaults
     simulation: Simulation = Simulation()
     refresh_ms: int = 2000
     log_every_batches: int = 20  # a status line in the terminal every N gold micro-batches
@@ -183,6 +184,7 @@ class LoadSettings(KafkaTarget):
     trigger: timedelta = timedelta(seconds=5)
     available_now: bool = False
     master: str = "local[*]"
+    spark_conf: tuple[tuple[str, str], ...] = ()
 
     @property
     def checkpoint_location(self) -> Path:
@@ -221,6 +223,17 @@ def _positive_int(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
     return value
+
+
+def spark_conf_pair(text: str) -> tuple[str, str]:
+    """'spark.driver.memory=2g' -> ('spark.driver.memory', '2g'), as spark-submit's --conf takes it."""
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or not key or not value.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, e.g. spark.driver.memory=2g; got {text!r}")
+    if not key.startswith("spark."):
+        raise argparse.ArgumentTypeError(f"{key!r} is not a Spark setting: Spark's keys start with 'spark.'")
+    return key, value.strip()
 
 
 def _port(text: str) -> int:
@@ -326,6 +339,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--host", default="127.0.0.1", help="dashboard bind address (default: %(default)s)")
     run.add_argument("--port", type=_port, default=8050, help="dashboard port (default: %(default)s)")
     run.add_argument("--master", default="local[*]", help="Spark master URL (default: %(default)s)")
+    run.add_argument("--conf", type=spark_conf_pair, action="append", default=[], metavar="KEY=VALUE",
+                     help="a Spark setting, as spark-submit's --conf (repeatable; wins over ours), "
+                          "e.g. --conf spark.driver.memory=2g")
     run.add_argument("--refresh-ms", type=_positive_int, default=Settings.refresh_ms, metavar="MS",
                      help="how often the dashboard refreshes, in milliseconds (default: %(default)s)")
     run.add_argument("--log-every", type=_positive_int, default=Settings.log_every_batches, metavar="N",
@@ -443,6 +459,7 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None
         max_offsets_per_trigger=ns.max_offsets_per_trigger,
         replay_from=ns.replay_from,
         master=ns.master,
+        spark_conf=tuple(ns.conf),
         log_every_batches=ns.log_every,
         refresh_ms=ns.refresh_ms,
         simulation=Simulation(
@@ -487,6 +504,8 @@ def build_load_parser() -> argparse.ArgumentParser:
                       help="checkpoint directory (default: one per landing directory and topic under "
                            "<data-dir>/loader-checkpoints/)")
     load.add_argument("--master", default="local[*]", help="Spark master URL (default: %(default)s)")
+    load.add_argument("--conf", type=spark_conf_pair, action="append", default=[], metavar="KEY=VALUE",
+                      help="a Spark setting, as spark-submit's --conf (repeatable; wins over ours)")
 
     stream = parser.add_argument_group("streaming")
     stream.add_argument("--max-files-per-trigger", type=_positive_int, default=LoadSettings.max_files_per_trigger,
@@ -524,6 +543,7 @@ def parse_load_settings(argv: Sequence[str], environ: Mapping[str, str] | None =
         trigger=ns.trigger,
         available_now=ns.available_now,
         master=ns.master,
+        spark_conf=tuple(ns.conf),
     )
     if settings.clean_source == "archive" and settings.archive_location.resolve().is_relative_to(
             settings.source_dir.resolve()):

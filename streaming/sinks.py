@@ -156,12 +156,14 @@ class GoldSink(BatchSink):
                 corrections = find_corrections(
                     current.to_pandas() if current is not None else pd.DataFrame(), updated.to_pandas(),
                     self.batch_watermark(batch_id), self.settings.watermark, now, batch_id, self.query_id)
-                self.publish(CORRECTIONS_TABLE, corrections, CORRECTIONS_KEYS, batch_id, insert_only=True)
+                self.publish(CORRECTIONS_TABLE, corrections, CORRECTIONS_KEYS, batch_id, insert_only=True,
+                             batch_keyed=True)
                 self.publish(gold.GOLD_TABLE, updated, gold.GOLD_KEYS, batch_id, bump=("revision",))
             # Every batch that read records leaves its offset ranges and watermark in the ledger,
             # even when all its trades were too late and it changes no window.
             ledger = batch_ledger(self.checkpoint, self.query_id, batch_id)
-            self.publish(BATCH_WATERMARKS_TABLE, ledger, BATCH_WATERMARKS_KEYS, batch_id, insert_only=True)
+            self.publish(BATCH_WATERMARKS_TABLE, ledger, BATCH_WATERMARKS_KEYS, batch_id, insert_only=True,
+                         batch_keyed=True)
             watermark = pc.max(ledger["watermark"]).as_py() if ledger.num_rows else None
             if watermark is not None and watermark.timestamp() > 0:
                 late_candidates = self.silver_records_in(ledger, watermark)

@@ -11,6 +11,7 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
+from typing import Iterable
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LOG4J_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
@@ -98,7 +99,9 @@ def shuffle_partitions(spark, partitions: int | None):
         spark.conf.set(key, previous)
 
 
-def create_spark(master: str = "local[*]", app_name: str = "trade-summary", shuffle_partitions: int | None = None):
+def create_spark(master: str = "local[*]", app_name: str = "trade-summary", shuffle_partitions: int | None = None,
+                 conf_overrides: Iterable[tuple[str, str]] = ()):
+    """The session, with our settings and then `conf_overrides` (the user's --conf) over them."""
     check_java()
     # Python workers must import `streaming` (the source's reader is pickled by reference).
     python_path = os.environ.get("PYTHONPATH", "")
@@ -136,6 +139,8 @@ def create_spark(master: str = "local[*]", app_name: str = "trade-summary", shuf
         .set("spark.executor.extraJavaOptions", JIT_OPTIONS)
     )
     for key, value in LOCAL_CHECKPOINT_FILES.items():
+        conf.set(key, value)
+    for key, value in conf_overrides:
         conf.set(key, value)
     if SparkContext._active_spark_context is None:
         # The JVM gets its own session, so a SIGTERM or Ctrl-C sent to our process group

@@ -1,9 +1,11 @@
 """delta_sink.publish, the one upsert every table goes through, on small Arrow tables."""
 
-import pyarrow as pa
-from deltalake import DeltaTable
+import shutil
 
-from streaming.delta_sink import key_ranges, publish
+import pyarrow as pa
+from deltalake import DeltaTable, write_deltalake
+
+from streaming.delta_sink import key_ranges, open_table, publish
 
 KEYS = ("topic", "partition", "offset")
 
@@ -37,3 +39,30 @@ def test_a_batch_already_committed_is_skipped(tmp_path):
     assert publish(path, records([3], "b"), KEYS, "app", 1)
     assert not publish(path, records([1, 2, 3, 4], "again"), KEYS, "app", 1)
     assert sorted(DeltaTable(str(path)).to_pandas()["offset"]) == [1, 2, 3]
+
+
+def batch_rows(batch_id: int, partitions) -> pa.Table:
+    return pa.table({"query_id": ["q"] * len(partitions), "batch_id": pa.array([batch_id] * len(partitions), pa.int64()),
+                     "partition": pa.array(partitions, pa.int32())})
+
+
+def test_rows_keyed_by_their_own_batch_are_appended_once(tmp_path):
+    path, keys = tmp_path / "ledger", ("query_id", "batch_id", "partition")
+    assert publish(path, batch_rows(0, [0, 1]), keys, "ledger@q", 0, insert_only=True, batch_keyed=True)
+    assert publish(path, batch_rows(1, [0, 0, 2]), keys, "ledger@q", 1, insert_only=True, batch_keyed=True)
+    assert not publish(path, batch_rows(1, [0, 2]), keys, "ledger@q", 1, insert_only=True, batch_keyed=True)
+    rows = DeltaTable(str(path)).to_pandas().sort_values(["batch_id", "partition"])
+    assert list(zip(rows["batch_id"], rows["partition"])) == [(0, 0), (0, 1), (1, 0), (1, 2)]
+
+
+def test_open_table_follows_commits_made_elsewhere_and_a_table_made_anew(tmp_path):
+    path = tmp_path / "bronze"
+    assert open_table(path) is None
+    publish(path, records([1], "a"), KEYS, "app", 0, insert_only=True)
+    assert open_table(path).version() == 0
+    write_deltalake(str(path), records([2], "b"), mode="append")  # another writer, not through our handle
+    assert sorted(open_table(path).to_pandas()["offset"]) == [1, 2]
+    shutil.rmtree(path)
+    assert open_table(path) is None
+    publish(path, records([3], "c"), KEYS, "app", 0, insert_only=True)
+    assert open_table(path).to_pandas()["offset"].tolist() == [3]

@@ -7,10 +7,19 @@ import urllib.request
 import pytest
 from deltalake import DeltaTable
 
+from streaming.bench import child_pids
 from streaming.broker import EmbeddedBroker
 from streaming.kafka_admin import wait_until_reachable
 from tests.conftest import TopicWriter, free_port, trade, wait_for
 from tests.helpers_process import RunPy
+
+
+def command_line(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
 
 
 @pytest.fixture
@@ -25,9 +34,12 @@ def stray_broker_guard(tmp_path):
 def test_headless_run_fills_gold_from_produced_trades_and_exits_0_on_sigterm(tmp_path, stray_broker_guard):
     data, port = tmp_path / "data", free_port()
     app = RunPy("--no-dashboard", "--no-producer", "--data-dir", str(data), "--broker-port", str(port),
-                "--window", "15 minutes", "--watermark", "30 minutes")
+                "--window", "15 minutes", "--watermark", "30 minutes", "--conf", "spark.driver.memory=700m")
     try:
         app.wait_for_line("topic 'trades' created")
+        app.wait_for_line("with --conf spark.driver.memory")  # the key only: a value may be a secret
+        assert "700m" not in app.output
+        assert any("-Xmx700m" in command_line(pid) for pid in child_pids(app.proc.pid))
         writer = TopicWriter(f"127.0.0.1:{port}", "trades")
         writer.send(trade("s1", "BUY", 4, 25.0, "2026-03-02T09:05:00Z"),
                     trade("s2", "SELL", 1, 40.0, "2026-03-02T09:20:00Z"))

@@ -51,6 +51,8 @@ def test_environment_mirrors_flags_and_flags_win():
     (["--max-offsets-per-trigger", "-1"], "positive"),
     (["--late-share", "2"], "between 0 and 1"),
     (["--no-such-flag"], "unrecognized"),
+    (["--conf", "spark.driver.memory"], "KEY=VALUE"),
+    (["--conf", "driver.memory=2g"], "not a Spark setting"),
 ])
 def test_bad_flags_raise_a_readable_usage_error(argv, message):
     with pytest.raises(UsageError, match=message):
@@ -136,3 +138,11 @@ def test_bronze_silver_batches_less_often_than_gold_unless_told():
     assert parse_settings([]).bronze_silver_interval == timedelta(seconds=3)
     assert parse_settings(["--trigger", "2 seconds"]).bronze_silver_interval == timedelta(seconds=6)
     assert parse_settings(["--bronze-silver-trigger", "1 second"]).bronze_silver_interval == timedelta(seconds=1)
+
+
+def test_spark_settings_pass_through_as_spark_submit_takes_them(tmp_path):
+    s = parse_settings(["--conf", "spark.driver.memory=768m", "--conf", "spark.executor.extraJavaOptions=-Da=b"])
+    assert s.spark_conf == (("spark.driver.memory", "768m"), ("spark.executor.extraJavaOptions", "-Da=b"))
+    assert parse_settings([]).spark_conf == ()
+    load = parse_load_settings(["--from", str(tmp_path), "--conf", "spark.driver.memory=1g"])
+    assert load.spark_conf == (("spark.driver.memory", "1g"),)
