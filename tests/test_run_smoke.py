@@ -38,6 +38,7 @@ def test_headless_run_fills_gold_from_produced_trades_and_exits_0_on_sigterm(tmp
     try:
         app.wait_for_line("topic 'trades' created")
         app.wait_for_line("with --conf spark.driver.memory")  # the key only: a value may be a secret
+        app.wait_for_line(" up in ")  # "Spark 4.x.y up in 9.8 s": the JVM runs
         assert "700m" not in app.output
         assert any("-Xmx700m" in command_line(pid) for pid in child_pids(app.proc.pid))
         writer = TopicWriter(f"127.0.0.1:{port}", "trades")
