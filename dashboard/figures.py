@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
+from itertools import accumulate
+
 import pandas as pd
 
 from dashboard import ids
@@ -12,36 +15,39 @@ SELL_COLOR = "#ff7f0e"
 SETTLEMENT_COLOR = "#7f7f7f"
 
 
-def windows_frame(snapshot: dict | None) -> pd.DataFrame:
-    frame = pd.DataFrame((snapshot or {}).get("windows", []))
-    if frame.empty:
-        return frame
-    frame["window_start"] = pd.to_datetime(frame["window_start"], utc=True)
-    return frame.sort_values("window_start").reset_index(drop=True)
+def utc_time(text: str) -> datetime:
+    """An ISO 8601 time as an aware UTC datetime (a time without a zone is taken as UTC)."""
+    moment = datetime.fromisoformat(text)
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+
+
+def window_rows(snapshot: dict | None) -> list[dict]:
+    """The snapshot's windows, oldest first, each with its start as a UTC datetime (`start`).
+    Plain Python: for a day's few dozen windows, pandas would cost more than the work."""
+    rows = [dict(w, start=utc_time(w["window_start"])) for w in (snapshot or {}).get("windows", [])]
+    return sorted(rows, key=lambda w: w["start"])
 
 
 AMOUNTS = ("buy_amount", "sell_amount", "settlement_amount")
 
 
-def running_totals(frame: pd.DataFrame) -> pd.DataFrame:
+def running_totals(rows: list[dict]) -> list[dict]:
     """Cumulative buy, sell and settlement over the day, window by window (as first reported too)."""
-    out = frame.copy()
-    for column in [*AMOUNTS, *(f"{a}_first" for a in AMOUNTS)]:
-        if column in frame:
-            out[column] = frame[column].cumsum()
-    return out
+    columns = [c for c in (*AMOUNTS, *(f"{a}_first" for a in AMOUNTS)) if rows and c in rows[0]]
+    totals = {c: list(accumulate(float(w[c]) for w in rows)) for c in columns}
+    return [dict(w, **{c: totals[c][i] for c in columns}) for i, w in enumerate(rows)]
 
 
-def first_reported_traces(frame: pd.DataFrame, hover: str) -> list[dict]:
+def first_reported_traces(rows: list[dict], x: list[str], hover: str) -> list[dict]:
     """Faint dashed lines of the values the chart first showed for each window, before any
     late trade corrected them."""
     return [
-        scatter(frame["window_start"], frame[f"{measure}_first"], f"{label} as first reported", hover,
+        scatter(x, [w[f"{measure}_first"] for w in rows], f"{label} as first reported", hover,
                 mode="lines", legendgroup="first-reported", opacity=0.5,
                 line=dict(color=color, width=1.5, dash="dash"))
         for label, measure, color in (("Buy", "buy_amount", BUY_COLOR), ("Sell", "sell_amount", SELL_COLOR),
                                       ("Settlement", "settlement_amount", SETTLEMENT_COLOR))
-        if f"{measure}_first" in frame
+        if rows and f"{measure}_first" in rows[0]
     ]
 
 
@@ -89,52 +95,52 @@ def current_watermark(snapshot: dict | None) -> pd.Timestamp | None:
 def summary_figure(snapshot: dict | None, mode: str = ids.MODE_WINDOW, first_reported: bool = False) -> dict:
     """The trade summary chart: total buy, total sell and settlement per window (or running),
     optionally with the values as first reported beside the corrected ones."""
-    frame = windows_frame(snapshot)
-    if frame.empty:
+    rows = window_rows(snapshot)
+    if not rows:
         return empty_figure("Waiting for the first trades… the chart fills as windows are processed.")
     if mode == ids.MODE_RUNNING:
-        frame = running_totals(frame)
-    x = frame["window_start"]
+        rows = running_totals(rows)
+    x = [w["start"].isoformat() for w in rows]
     hover = "%{fullData.name}: %{y:$,.2f}<extra></extra>"
     data = [
-        scatter(x, frame["buy_amount"], "Total buy", hover, mode="lines+markers",
+        scatter(x, [w["buy_amount"] for w in rows], "Total buy", hover, mode="lines+markers",
                 line=dict(color=BUY_COLOR, width=2.5)),
-        scatter(x, frame["sell_amount"], "Total sell", hover, mode="lines+markers",
+        scatter(x, [w["sell_amount"] for w in rows], "Total sell", hover, mode="lines+markers",
                 line=dict(color=SELL_COLOR, width=2.5)),
-        scatter(x, frame["settlement_amount"], "Settlement (buy − sell)", hover, mode="lines+markers",
+        scatter(x, [w["settlement_amount"] for w in rows], "Settlement (buy − sell)", hover, mode="lines+markers",
                 line=dict(color=SETTLEMENT_COLOR, width=2, dash="dot")),
     ]
     if first_reported:
-        data += first_reported_traces(frame, hover)
+        data += first_reported_traces(rows, x, hover)
     # Corrected windows: a marker on the buy line whose hover tells what changed.
     latest = {}
     # A drill-down shows silver's windows, which corrections of the streaming totals do not describe.
     shown = [] if (snapshot or {}).get("drill_down") else (snapshot or {}).get("corrections", [])
     for correction in shown:  # newest first
         latest.setdefault(correction["window_start"], []).append(correction_story(correction))
-    corrected = frame[frame["window_start"].map(lambda ws: ws.isoformat() in latest)]
-    if not corrected.empty:
+    corrected = [(start, w) for start, w in zip(x, rows) if start in latest]
+    if corrected:
         data.append(scatter(
-            corrected["window_start"], corrected["buy_amount"], "Corrected by late trades",
+            [start for start, _ in corrected], [w["buy_amount"] for _, w in corrected], "Corrected by late trades",
             "%{hovertext}<extra></extra>", mode="markers",
             marker=dict(symbol="diamond-open", size=14, color="#d62728", line=dict(width=2)),
-            hovertext=["<br>".join(latest[ws.isoformat()][:3]) for ws in corrected["window_start"]],
+            hovertext=["<br>".join(latest[start][:3]) for start, _ in corrected],
         ))
     shapes, annotations = [], []
     watermark = current_watermark(snapshot)
-    if watermark is not None and x.iloc[0] <= watermark <= x.iloc[-1] + pd.Timedelta(hours=1):
+    if watermark is not None and rows[0]["start"] <= watermark <= rows[-1]["start"] + timedelta(hours=1):
         # Windows ending left of the watermark are final; right of it they may still change.
         shapes.append(dict(type="line", xref="x", yref="paper", x0=watermark.isoformat(), x1=watermark.isoformat(),
                            y0=0, y1=1, line=dict(color="#6b7280", dash="dash", width=1)))
         annotations.append(dict(x=watermark.isoformat(), y=1, yref="paper", text="watermark", showarrow=False,
                                 xanchor="left", yanchor="bottom", font=dict(size=11, color="#6b7280")))
-    day = x.iloc[0].strftime("%A %d %B %Y")
+    day = rows[0]["start"].strftime("%A %d %B %Y")
     return dict(data=data, layout=dict(
         BASE_LAYOUT, height=460, hovermode="x unified", shapes=shapes, annotations=annotations,
         margin=dict(l=70, r=20, t=30, b=50),
         legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
         xaxis=axis(title=dict(text=f"Window start (UTC) · {day}"), type="date", tickformat="%H:%M",
-                   hoverformat="%H:%M window", dtick=15 * 60 * 1000 if len(frame) <= 40 else None),
+                   hoverformat="%H:%M window", dtick=15 * 60 * 1000 if len(rows) <= 40 else None),
         yaxis=axis(title=dict(text="Amount (USD)" + (" · running total" if mode == ids.MODE_RUNNING else "")),
                    tickprefix="$", tickformat=",.0f", zeroline=True, zerolinecolor="#bbb"),
         uirevision="keep-zoom",
