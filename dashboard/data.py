@@ -8,8 +8,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as pads
-from deltalake import DeltaTable
-from deltalake.exceptions import TableNotFoundError
 
 from streaming.delta_sink import open_table
 
@@ -25,27 +23,22 @@ FEED_ROWS = 25  # the newest rows on the page; the tables hold them all
 
 
 class TableReader:
-    """Reads one Delta table, re-reading only when its version has changed."""
+    """Reads one Delta table, re-reading only when its version has changed (the table itself
+    is kept open and brought up to date by delta_sink.open_table)."""
 
     def __init__(self, path: Path, columns: list[str]):
         self.path = Path(path)
         self.columns = columns
-        self._table: DeltaTable | None = None
         self._version: int | None = None
         self._frame = pd.DataFrame(columns=columns)
 
     def read(self) -> pd.DataFrame:
-        try:
-            if self._table is None:
-                self._table = DeltaTable(str(self.path))
-            else:
-                self._table.update_incremental()
-        except TableNotFoundError:
+        table = open_table(self.path)
+        if table is None:
             return self._frame  # not written yet: the empty frame
-        version = self._table.version()
-        if version != self._version:
-            self._frame = self._table.to_pandas(columns=self.columns)
-            self._version = version
+        if table.version() != self._version:
+            self._frame = table.to_pandas(columns=self.columns)
+            self._version = table.version()
         return self._frame
 
 
