@@ -145,9 +145,8 @@ def first_reported(corrections: pd.DataFrame) -> dict[str, dict]:
 def window_records(windows: pd.DataFrame, first: dict[str, dict]) -> list[dict]:
     """Gold-shaped rows -> the store's window records, each with its values as first reported
     (its earliest correction's '_before' values, or the current ones if never corrected)."""
-    starts = [pd.Timestamp(v).isoformat() for v in windows["window_start"]]
     columns = {
-        "window_start": starts,
+        "window_start": [pd.Timestamp(v).isoformat() for v in windows["window_start"]],
         "window_end": [pd.Timestamp(v).isoformat() for v in windows["window_end"]],
         "buy_amount": windows["buy_amount"].astype(float).tolist(),
         "sell_amount": windows["sell_amount"].astype(float).tolist(),

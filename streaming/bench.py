@@ -40,7 +40,7 @@ from streaming.health import EndOffsets
 from streaming.kafka_admin import ensure_topic, wait_until_reachable
 from streaming.kafka_source import MAX_RESPONSE_BYTES
 from streaming.producer import SYMBOLS, make_trade, market_open_on
-from streaming.settings import Settings, format_duration, spark_conf_pair
+from streaming.settings import Settings, add_spark_conf_argument, format_duration
 
 log = logging.getLogger("bench")
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -700,8 +700,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="how long to produce for freshness (default: %(default)s)")
     parser.add_argument("--callback-runs", type=int, default=200, help="dashboard refreshes (default: %(default)s)")
     parser.add_argument("--master", default="local[*]", help="Spark master (default: %(default)s)")
-    parser.add_argument("--conf", type=spark_conf_pair, action="append", default=[], metavar="KEY=VALUE",
-                        help="a Spark setting, as spark-submit's --conf (repeatable)")
+    add_spark_conf_argument(parser)
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs",
                         help="where benchmarks.md and the plots go (default: docs/)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary data directory")

@@ -299,6 +299,13 @@ _ENV_EPILOG = (
 )
 
 
+def add_spark_conf_argument(parser) -> None:
+    """--conf KEY=VALUE (repeatable), for every command that starts Spark, and the benchmark."""
+    parser.add_argument("--conf", type=spark_conf_pair, action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting, as spark-submit's --conf (repeatable; wins over ours), "
+                             "e.g. --conf spark.driver.memory=2g")
+
+
 def _add_kafka_arguments(parser: argparse.ArgumentParser) -> None:
     kafka = parser.add_argument_group("Kafka")
     kafka.add_argument("--bootstrap-servers", type=_bootstrap, metavar="HOST:PORT[,...]",
@@ -339,9 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--host", default="127.0.0.1", help="dashboard bind address (default: %(default)s)")
     run.add_argument("--port", type=_port, default=8050, help="dashboard port (default: %(default)s)")
     run.add_argument("--master", default="local[*]", help="Spark master URL (default: %(default)s)")
-    run.add_argument("--conf", type=spark_conf_pair, action="append", default=[], metavar="KEY=VALUE",
-                     help="a Spark setting, as spark-submit's --conf (repeatable; wins over ours), "
-                          "e.g. --conf spark.driver.memory=2g")
+    add_spark_conf_argument(run)
     run.add_argument("--refresh-ms", type=_positive_int, default=Settings.refresh_ms, metavar="MS",
                      help="how often the dashboard refreshes, in milliseconds (default: %(default)s)")
     run.add_argument("--log-every", type=_positive_int, default=Settings.log_every_batches, metavar="N",
@@ -504,8 +509,7 @@ def build_load_parser() -> argparse.ArgumentParser:
                       help="checkpoint directory (default: one per landing directory and topic under "
                            "<data-dir>/loader-checkpoints/)")
     load.add_argument("--master", default="local[*]", help="Spark master URL (default: %(default)s)")
-    load.add_argument("--conf", type=spark_conf_pair, action="append", default=[], metavar="KEY=VALUE",
-                      help="a Spark setting, as spark-submit's --conf (repeatable; wins over ours)")
+    add_spark_conf_argument(load)
 
     stream = parser.add_argument_group("streaming")
     stream.add_argument("--max-files-per-trigger", type=_positive_int, default=LoadSettings.max_files_per_trigger,

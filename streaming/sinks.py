@@ -19,7 +19,6 @@ import pyarrow.dataset as pads
 from pyspark.sql import DataFrame
 
 from streaming import bronze, gold, silver
-from streaming.bronze import UTC_TIME
 from streaming.corrections import CORRECTIONS_KEYS, CORRECTIONS_TABLE, find_corrections
 from streaming.delta_sink import checkpoint_query_id, open_table, publish, same_values
 from streaming.lateness import (
@@ -106,7 +105,8 @@ class MedallionSink(BatchSink):
         rows = batch.toArrow()
         if rows.num_rows == 0:
             return
-        rows = rows.append_column("ingested_at", pa.repeat(pa.scalar(datetime.now(timezone.utc), UTC_TIME), rows.num_rows))
+        ingested_at = pa.scalar(datetime.now(timezone.utc), bronze.UTC_TIME)
+        rows = rows.append_column("ingested_at", pa.repeat(ingested_at, rows.num_rows))
         trades = silver.silver_rows(rows)
         self.publish(bronze.BRONZE_TABLE, bronze.bronze_rows(rows), bronze.BRONZE_KEYS, batch_id, insert_only=True)
         # The first copy of a trade wins; the same record read again (a replay after a fix)
