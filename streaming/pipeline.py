@@ -82,7 +82,7 @@ def start_bronze_silver_query(spark: SparkSession, settings: Settings) -> Stream
 def start_gold_query(spark: SparkSession, settings: Settings,
                      baseline: ReplayBaseline | None = None) -> StreamingQuery:
     checkpoint = settings.checkpoint_dir / GOLD_QUERY
-    trades = silver.valid_trades(silver.parse_trades(read_kafka(spark, settings)))
+    trades = silver.valid_trades(silver.parse_trades(read_kafka(spark, settings), with_reason=False))
     if baseline is not None and baseline.skip_trade_ids:
         # A replay: trades in the baseline, or too late live, are not counted again.
         prior = spark.createDataFrame([(t,) for t in baseline.skip_trade_ids], "trade_id string")

@@ -55,8 +55,11 @@ def _first_problem(checks: list[tuple[Column, Column]]) -> Column:
     return expr
 
 
-def parse_trades(records: DataFrame) -> DataFrame:
-    """Kafka records (key, value, topic, partition, offset, timestamp) -> trades + `reason`."""
+def parse_trades(records: DataFrame, with_reason: bool = True) -> DataFrame:
+    """Kafka records (key, value, topic, partition, offset, timestamp) -> trades + `reason`.
+
+    Without the reason (gold only keeps the valid trades): Spark optimises a micro-batch's plan
+    anew each time, and the reason's expression is most of this one, even where it is pruned."""
     text = F.col("value").cast("string")
     parsed = (
         records
@@ -113,7 +116,7 @@ def parse_trades(records: DataFrame) -> DataFrame:
         (F.col("quantity") * F.col("price")).alias("amount"),
         "channel",
         F.col("event_time").try_cast("timestamp").alias("event_time"),
-        _first_problem(checks).alias("reason"),
+        *([_first_problem(checks).alias("reason")] if with_reason else []),
         _is_valid().alias("valid"),
     )
 

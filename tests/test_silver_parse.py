@@ -83,3 +83,12 @@ def test_valid_and_rejected_split_keeps_every_record(spark):
     assert [r.trade_id for r in silver.valid_trades(parsed).collect()] == ["t-1", "t-2"]
     rejected = silver.rejected_records(parsed).collect()
     assert [(r.offset, r.value) for r in rejected] == [(1, b"junk")]
+
+
+def test_gold_parse_without_the_reason_keeps_the_same_trades(spark):
+    batch = records(spark, GOOD, b"junk", {**GOOD, "trade_id": "t-2", "price": -1}, {**GOOD, "trade_id": "t-3"})
+    lean = silver.parse_trades(batch, with_reason=False)
+    assert "reason" not in lean.columns
+    assert [r.valid for r in lean.orderBy("offset").collect()] == \
+        [r.valid for r in silver.parse_trades(batch).orderBy("offset").collect()] == [True, False, False, True]
+    assert [r.trade_id for r in silver.valid_trades(lean).collect()] == ["t-1", "t-3"]
