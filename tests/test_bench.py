@@ -13,7 +13,7 @@ def test_the_benchmark_measures_every_figure_and_checks_gold(tmp_path):
     out = tmp_path / "report"
     result = subprocess.run(
         [sys.executable, "-m", "streaming.bench", "--trades", "20000", "--batch-size", "10000",
-         "--freshness-seconds", "10", "--rate", "200", "--callback-runs", "5", "--out", str(out)],
+         "--warmup-trades", "2000", "--freshness-seconds", "10", "--rate", "200", "--callback-runs", "5", "--out", str(out)],
         cwd=REPO, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     last = result.stdout.strip().splitlines()[-1]
@@ -21,4 +21,6 @@ def test_the_benchmark_measures_every_figure_and_checks_gold(tmp_path):
                         r"callback_p95_ms=[\d.]+ rss_mb=[\d,]+", last), last
     report = (out / "benchmarks.md").read_text()
     assert "gold is then checked against the exact totals" in report and "Where the CPU went" in report
+    assert "over 2,000 other trades (not counted)" in report and "| warm-up |" in report
+    assert re.search(r"Per trade in the throughput phase: [\d.]+ us of CPU", report)
     assert "gold holds" not in result.stderr  # the bench's own exactness check passed
