@@ -11,6 +11,7 @@ import json
 import logging
 import threading
 from collections import OrderedDict
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Sequence
 
@@ -32,16 +33,24 @@ def same_values(columns: Sequence[str]) -> str:
     return " AND ".join(f"t.{quote(c)} = s.{quote(c)}" for c in columns)
 
 
+def sql_literal(value) -> str:
+    if isinstance(value, datetime):
+        return f"'{value.astimezone(timezone.utc).strftime('%Y-%m-%dT%H:%M:%S.%fZ')}'::timestamp"
+    return str(value)
+
+
 def key_ranges(rows: pa.Table, keys: Sequence[str]) -> list[str]:
-    """`t.k >= low AND t.k <= high` over the source's range of each integer key (offsets, batch
-    ids): only a target row inside it can match, and delta-rs then reads just the files whose
-    statistics overlap it instead of the whole table, which grows all day."""
+    """`t.k >= low AND t.k <= high` over the source's range of each integer or time key (offsets,
+    batch ids, event times): only a target row inside it can match, and delta-rs then reads
+    just the files whose statistics overlap it instead of the whole table, which grows all day."""
     conditions = []
     for key in keys:
-        if pa.types.is_integer(rows.schema.field(key).type):
+        kind = rows.schema.field(key).type
+        if pa.types.is_integer(kind) or pa.types.is_timestamp(kind):
             low, high = pc.min_max(rows[key]).values()
             if low.is_valid:
-                conditions.append(f"t.{quote(key)} >= {low.as_py()} AND t.{quote(key)} <= {high.as_py()}")
+                conditions.append(f"t.{quote(key)} >= {sql_literal(low.as_py())} "
+                                  f"AND t.{quote(key)} <= {sql_literal(high.as_py())}")
     return conditions
 
 
@@ -119,6 +128,7 @@ def publish(
     insert_only: bool = False,
     update_when: str | None = None,
     batch_keyed: bool = False,
+    match_also: Sequence[str] = (),
 ) -> bool:
     """Upsert `rows` into the Delta table at `path`. Returns False if nothing was written.
 
@@ -130,6 +140,10 @@ def publish(
     batch_keyed: with insert_only, the keys include the writer's own query and batch id, so
         only this (app_id, version) can hold them and its recorded transaction already keeps
         them unique: a plain append then does what the MERGE would, without reading the table.
+    match_also: columns a matching target row also has the same value in (a trade's event
+        time, with its id). They are not keys (two rows of one key in `rows` are still one), but
+        the MERGE matches on them too, and so reads only the files whose statistics overlap the
+        source's range of them: a table keyed by random ids otherwise is read whole each time.
     """
     if rows.num_rows == 0:
         return False  # an empty commit would still record the version, but there is nothing to do
@@ -150,7 +164,7 @@ def publish(
         return True
     merge = table.merge(
         rows,
-        predicate=" AND ".join([same_values(keys), *key_ranges(rows, keys)]),
+        predicate=" AND ".join([same_values([*keys, *match_also]), *key_ranges(rows, [*keys, *match_also])]),
         source_alias="s",
         target_alias="t",
         commit_properties=commit,

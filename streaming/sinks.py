@@ -74,14 +74,27 @@ class BatchSink:
         table = open_table(self.settings.table_path(silver.SILVER_TABLE))
         if table is None or ranges.num_rows == 0:
             return pd.DataFrame(columns=LATE_CANDIDATE_COLUMNS)
-        in_ranges = functools.reduce(operator.or_, [
-            (pads.field("topic") == topic) & (pads.field("partition") == partition)
-            & (pads.field("offset") >= start) & (pads.field("offset") < end)
-            for topic, partition, start, end in zip(*(ranges[c].to_pylist() for c in
-                                                      ("topic", "partition", "start_offset", "end_offset")))
-        ])
-        condition = in_ranges & (pads.field("event_time") <= pa.scalar(up_to, pa.timestamp("us", tz="UTC")))
+        condition = in_offset_ranges(ranges) & (pads.field("event_time") <= pa.scalar(up_to, pa.timestamp("us", tz="UTC")))
         return table.to_pyarrow_dataset().to_table(filter=condition, columns=LATE_CANDIDATE_COLUMNS).to_pandas()
+
+    def silver_has_records_in(self, ranges: pa.Table) -> bool:
+        """Whether silver already holds a trade from these offset ranges: the records are being
+        read again (a replay, or a fresh checkpoint over the same offsets)."""
+        table = open_table(self.settings.table_path(silver.SILVER_TABLE))
+        if table is None or ranges.num_rows == 0:
+            return False
+        found = table.to_pyarrow_dataset().head(1, filter=in_offset_ranges(ranges), columns=["offset"])
+        return found.num_rows > 0
+
+
+def in_offset_ranges(ranges: pa.Table) -> pads.Expression:
+    """Records in any of these (topic, partition, start_offset, end_offset) ranges."""
+    return functools.reduce(operator.or_, [
+        (pads.field("topic") == topic) & (pads.field("partition") == partition)
+        & (pads.field("offset") >= start) & (pads.field("offset") < end)
+        for topic, partition, start, end in zip(*(ranges[c].to_pylist() for c in
+                                                  ("topic", "partition", "start_offset", "end_offset")))
+    ])
 
 
 def offset_ranges(records: pa.Table) -> pa.Table:
@@ -110,9 +123,14 @@ class MedallionSink(BatchSink):
         trades = silver.silver_rows(rows)
         self.publish(bronze.BRONZE_TABLE, bronze.bronze_rows(rows), bronze.BRONZE_KEYS, batch_id, insert_only=True)
         # The first copy of a trade wins; the same record read again (a replay after a fix)
-        # replaces its own row with the new parse.
+        # replaces its own row with the new parse. A redelivered copy has its first copy's
+        # event time too, so the MERGE looks for it only among the batch's event times instead
+        # of reading all of silver; records read again may have a new event time (the fix), so
+        # they get the MERGE over the whole table.
+        read_again = trades.num_rows > 0 and self.silver_has_records_in(offset_ranges(trades))
         self.publish(silver.SILVER_TABLE, trades, silver.SILVER_KEYS, batch_id,
-                     insert_only=True, update_when=same_values(silver.QUARANTINE_KEYS))
+                     insert_only=True, update_when=same_values(silver.QUARANTINE_KEYS),
+                     match_also=() if read_again else ("event_time",))
         self.publish(silver.QUARANTINE_TABLE, silver.quarantine_rows(rows), silver.QUARANTINE_KEYS, batch_id)
         if trades.num_rows:
             self.find_late_trades(trades, batch_id)

@@ -1,6 +1,7 @@
 """delta_sink.publish, the one upsert every table goes through, on small Arrow tables."""
 
 import shutil
+from datetime import datetime, timedelta, timezone
 
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
@@ -18,6 +19,38 @@ def records(offsets, value: str) -> pa.Table:
 def test_the_merge_reads_only_the_source_range_of_integer_keys():
     assert key_ranges(records([7, 3, 9], "a"), KEYS) == [
         't."partition" >= 0 AND t."partition" <= 0', 't."offset" >= 3 AND t."offset" <= 9']
+
+
+def test_the_merge_reads_only_the_source_range_of_time_keys():
+    times = pa.array([datetime(2026, 3, 2, 10, 0, 0, 1, tzinfo=timezone(timedelta(hours=1))),
+                      datetime(2026, 3, 2, 9, 30, tzinfo=timezone.utc)], pa.timestamp("us", tz="UTC"))
+    assert key_ranges(pa.table({"at": times}), ["at"]) == [
+        "t.\"at\" >= '2026-03-02T09:00:00.000001Z'::timestamp AND t.\"at\" <= '2026-03-02T09:30:00.000000Z'::timestamp"]
+
+
+def trades(ids, minutes, value: str) -> pa.Table:
+    start = datetime(2026, 3, 2, 9, tzinfo=timezone.utc)
+    times = [start + timedelta(minutes=m, microseconds=1) for m in minutes]
+    return pa.table({"trade_id": ids, "event_time": pa.array(times, pa.timestamp("us", tz="UTC")),
+                     "value": [value] * len(ids)})
+
+
+def test_a_redelivery_is_matched_on_its_id_and_time_among_the_files_of_its_time_only(tmp_path):
+    path = tmp_path / "silver"
+    for version in range(4):  # four files, ten minutes of trades each
+        minutes = list(range(version * 10, version * 10 + 10))
+        publish(path, trades([f"id{m}" for m in minutes], minutes, "first"), ("trade_id",), "app", version,
+                insert_only=True, match_also=("event_time",))
+    # Redeliveries at both ends of the source's time range, and one new trade.
+    publish(path, trades(["id0", "id39", "new"], [0, 39, 20], "again"), ("trade_id",), "app", 4,
+            insert_only=True, match_also=("event_time",))
+    rows = DeltaTable(str(path)).to_pandas()
+    assert len(rows) == 41 and rows["trade_id"].is_unique
+    assert set(rows[rows["value"] == "again"]["trade_id"]) == {"new"}  # the first copies won
+    # The same id at another time is not a redelivery but a conflicting record: it is kept too.
+    publish(path, trades(["id5"], [25], "conflict"), ("trade_id",), "app", 5, insert_only=True,
+            match_also=("event_time",))
+    assert DeltaTable(str(path)).to_pandas()["trade_id"].tolist().count("id5") == 2
 
 
 def test_overlapping_batches_keep_one_row_per_key_across_many_files(tmp_path):
