@@ -7,7 +7,6 @@ corrections and the batch-watermark ledger. Both add to gold/late_trades (see la
 from __future__ import annotations
 
 import functools
-import operator
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,12 +14,11 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as pads
 from pyspark.sql import DataFrame
 
 from streaming import bronze, gold, silver
 from streaming.corrections import CORRECTIONS_KEYS, CORRECTIONS_TABLE, find_corrections
-from streaming.delta_sink import checkpoint_query_id, open_table, publish, same_values
+from streaming.delta_sink import checkpoint_query_id, open_table, publish, query, quote, same_values, sql_literal
 from streaming.lateness import (
     BATCH_WATERMARKS_KEYS, BATCH_WATERMARKS_TABLE, LATE_CANDIDATE_COLUMNS, LATE_TRADES_KEYS, LATE_TRADES_TABLE,
     batch_ledger, late_trade_rows, read_offset_log, too_late_trades,
@@ -33,6 +31,11 @@ from streaming.settings import Settings
 LATE_TRADES_LOCK = threading.Lock()
 # The gold sink and a backfill (reconcile.py) both read gold, then write corrections and gold.
 GOLD_WRITE_LOCK = threading.Lock()
+# Tables that gain a small file in most micro-batches and are read whole (by the dashboard, the
+# sinks): their writer compacts them every so many versions. Bronze and silver are read by range.
+READ_WHOLE_TABLES = frozenset({gold.GOLD_TABLE, CORRECTIONS_TABLE, BATCH_WATERMARKS_TABLE, LATE_TRADES_TABLE,
+                               silver.QUARANTINE_TABLE})
+COMPACT_EVERY = 20
 
 
 def use_pool(batch: DataFrame, pool: str) -> None:
@@ -52,6 +55,8 @@ class BatchSink:
         return checkpoint_query_id(self.checkpoint)  # the metadata file exists once the query runs
 
     def publish(self, table: str, rows: pa.Table, keys, batch_id: int, **options) -> bool:
+        if table in READ_WHOLE_TABLES:
+            options.setdefault("compact_every", COMPACT_EVERY)
         return publish(self.settings.table_path(table), rows, keys, f"{table}@{self.query_id}", batch_id, **options)
 
     def record_late_trades(self, candidates: pd.DataFrame, ledger: pd.DataFrame, batch_id: int) -> None:
@@ -74,8 +79,9 @@ class BatchSink:
         table = open_table(self.settings.table_path(silver.SILVER_TABLE))
         if table is None or ranges.num_rows == 0:
             return pd.DataFrame(columns=LATE_CANDIDATE_COLUMNS)
-        condition = in_offset_ranges(ranges) & (pads.field("event_time") <= pa.scalar(up_to, pa.timestamp("us", tz="UTC")))
-        return table.to_pyarrow_dataset().to_table(filter=condition, columns=LATE_CANDIDATE_COLUMNS).to_pandas()
+        columns = ", ".join(quote(c) for c in LATE_CANDIDATE_COLUMNS)
+        return query(table, f"SELECT {columns} FROM t WHERE ({in_offset_ranges(ranges)}) "
+                            f"AND {quote('event_time')} <= {sql_literal(up_to)}").to_pandas()
 
     def silver_has_records_in(self, ranges: pa.Table) -> bool:
         """Whether silver already holds a trade from these offset ranges: the records are being
@@ -83,18 +89,16 @@ class BatchSink:
         table = open_table(self.settings.table_path(silver.SILVER_TABLE))
         if table is None or ranges.num_rows == 0:
             return False
-        found = table.to_pyarrow_dataset().head(1, filter=in_offset_ranges(ranges), columns=["offset"])
-        return found.num_rows > 0
+        return query(table, f"SELECT {quote('offset')} FROM t WHERE {in_offset_ranges(ranges)} LIMIT 1").num_rows > 0
 
 
-def in_offset_ranges(ranges: pa.Table) -> pads.Expression:
-    """Records in any of these (topic, partition, start_offset, end_offset) ranges."""
-    return functools.reduce(operator.or_, [
-        (pads.field("topic") == topic) & (pads.field("partition") == partition)
-        & (pads.field("offset") >= start) & (pads.field("offset") < end)
+def in_offset_ranges(ranges: pa.Table) -> str:
+    """SQL: records in any of these (topic, partition, start_offset, end_offset) ranges."""
+    return " OR ".join(
+        f"({quote('topic')} = '{topic.replace(chr(39), chr(39) * 2)}' AND {quote('partition')} = {int(partition)} "
+        f"AND {quote('offset')} >= {int(start)} AND {quote('offset')} < {int(end)})"
         for topic, partition, start, end in zip(*(ranges[c].to_pylist() for c in
-                                                  ("topic", "partition", "start_offset", "end_offset")))
-    ])
+                                                  ("topic", "partition", "start_offset", "end_offset"))))
 
 
 def offset_ranges(records: pa.Table) -> pa.Table:
@@ -141,7 +145,7 @@ class MedallionSink(BatchSink):
         if ledger is None:
             return
         first = pc.min(trades["offset"]).as_py()
-        ranges = ledger.to_pyarrow_dataset().to_table(filter=pads.field("end_offset") > first)
+        ranges = query(ledger, f"SELECT * FROM t WHERE {quote('end_offset')} > {int(first)}")
         latest = pc.max(ranges["watermark"]).as_py() if ranges.num_rows else None
         if latest is None:
             return

@@ -99,3 +99,17 @@ def test_open_table_follows_commits_made_elsewhere_and_a_table_made_anew(tmp_pat
     assert open_table(path) is None
     publish(path, records([3], "c"), KEYS, "app", 0, insert_only=True)
     assert open_table(path).to_pandas()["offset"].tolist() == [3]
+
+
+def test_a_table_written_a_batch_at_a_time_is_compacted_every_so_many_versions(tmp_path):
+    path, keys = tmp_path / "ledger", ("query_id", "batch_id", "partition")
+    for batch_id in range(25):
+        publish(path, batch_rows(batch_id, [0, 1]), keys, "ledger@q", batch_id, insert_only=True, batch_keyed=True,
+                compact_every=10)
+    table = DeltaTable(str(path))
+    assert len(table.file_uris()) <= 10  # one per batch since the last compaction, and the compacted file
+    rows = table.to_pandas()
+    assert len(rows) == 50 and not rows.duplicated(list(keys)).any()
+    assert table.transaction_version("ledger@q") == 24  # a replayed batch is still recognised
+    assert not publish(path, batch_rows(24, [0, 1]), keys, "ledger@q", 24, insert_only=True, batch_keyed=True,
+                       compact_every=10)
