@@ -157,7 +157,7 @@ def publish(
         the MERGE matches on them too, and so reads only the files whose statistics overlap the
         source's range of them: a table keyed by random ids otherwise is read whole each time.
     compact_every: after every this many versions, rewrite the table's small files into one
-        (see compact).
+        (see compact_now_and_then).
     """
     if rows.num_rows == 0:
         return False  # an empty commit would still record the version, but there is nothing to do
