@@ -34,8 +34,11 @@ def same_values(columns: Sequence[str]) -> str:
 
 
 def sql_literal(value) -> str:
+    """A value as SQL for delta-rs: times in UTC, text quoted."""
     if isinstance(value, datetime):
         return f"'{value.astimezone(timezone.utc).strftime('%Y-%m-%dT%H:%M:%S.%fZ')}'::timestamp"
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
     return str(value)
 
 

@@ -95,7 +95,7 @@ class BatchSink:
 def in_offset_ranges(ranges: pa.Table) -> str:
     """SQL: records in any of these (topic, partition, start_offset, end_offset) ranges."""
     return " OR ".join(
-        f"({quote('topic')} = '{topic.replace(chr(39), chr(39) * 2)}' AND {quote('partition')} = {int(partition)} "
+        f"({quote('topic')} = {sql_literal(topic)} AND {quote('partition')} = {int(partition)} "
         f"AND {quote('offset')} >= {int(start)} AND {quote('offset')} < {int(end)})"
         for topic, partition, start, end in zip(*(ranges[c].to_pylist() for c in
                                                   ("topic", "partition", "start_offset", "end_offset"))))
