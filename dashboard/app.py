@@ -12,20 +12,23 @@ from dash import Dash
 from dashboard.callbacks import register_callbacks
 from dashboard.data import CORRECTION_COLUMNS, GOLD_COLUMNS, LATE_TRADE_COLUMNS, TableReader
 from dashboard.layout import build_layout
+from streaming.lake.store import Lake
+from streaming.lake.tables import CORRECTIONS, GOLD, LATE_TRADES
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 
 
-def create_app(data_dir: Path, refresh_ms: int = 2000, simulator=None,
+def create_app(lake: Lake | str | Path, refresh_ms: int = 2000, simulator=None,
                health: Callable[[], dict] | None = None, reconciler=None) -> Dash:
-    """simulator, health (a HealthMonitor's snapshot) and reconciler are optional: without
-    them the page shows the tables, and the controls that need them say they are not available."""
+    """lake: the pipeline's tables (a Lake, or its data dir). simulator, health (a
+    HealthMonitor's snapshot) and reconciler are optional: without them the page shows the
+    tables, and the controls that need them say they are not available."""
     app = Dash(__name__, title="Trade Summary", assets_folder=str(ASSETS), update_title=None)
-    data_dir = Path(data_dir)
+    lake = lake if isinstance(lake, Lake) else Lake(lake)
     readers = {
-        "gold": TableReader(data_dir / "gold" / "trade_summary", GOLD_COLUMNS),
-        "corrections": TableReader(data_dir / "gold" / "corrections", CORRECTION_COLUMNS),
-        "late_trades": TableReader(data_dir / "gold" / "late_trades", LATE_TRADE_COLUMNS),
+        "gold": TableReader(lake, GOLD, GOLD_COLUMNS),
+        "corrections": TableReader(lake, CORRECTIONS, CORRECTION_COLUMNS),
+        "late_trades": TableReader(lake, LATE_TRADES, LATE_TRADE_COLUMNS),
     }
 
     def layout():
@@ -42,7 +45,7 @@ def create_app(data_dir: Path, refresh_ms: int = 2000, simulator=None,
         return snapshot
 
     app.layout = layout
-    register_callbacks(app, readers, status, simulator, reconciler, silver_path=data_dir / "silver" / "trades")
+    register_callbacks(app, readers, status, simulator, reconciler, lake)
 
     @app.server.route("/api/status")
     def api_status():

@@ -7,34 +7,40 @@ from __future__ import annotations
 import logging
 import math
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from typing import Callable
 
 import pandas as pd
 from dash import Dash, Input, Output, State, ctx, no_update
 
 from dashboard import figures, ids, tables
-from dashboard.layout import MAX_BEYOND_MINUTES
 from dashboard.data import (
-    TableReader, json_records, read_silver_day, silver_windows, snapshot_from, trading_days, window_length,
+    TableReader,
+    json_records,
+    read_silver_day,
+    silver_windows,
+    snapshot_from,
+    trading_days,
+    window_length,
 )
+from dashboard.layout import MAX_BEYOND_MINUTES
+from streaming.lake.store import Lake
 
 log = logging.getLogger(__name__)
 UNAVAILABLE = "The producer simulation is not available in this run."
 
 
 def register_callbacks(app: Dash, readers: dict[str, TableReader], status: Callable[[], dict],
-                       simulator=None, reconciler=None, silver_path: Path | None = None) -> None:
+                       simulator=None, reconciler=None, lake: Lake | None = None) -> None:
 
     @app.callback(Output(ids.SNAPSHOT, "data"), Input(ids.TICK, "n_intervals"), Input(ids.DAY_PICKER, "value"),
                   Input(ids.CHANNEL_FILTER, "value"), Input(ids.SYMBOL_FILTER, "value"))
     def refresh_snapshot(_tick, day, channel, symbol):
         gold = readers["gold"].read()
         drill = None
-        if (channel or symbol) and silver_path is not None:
+        if (channel or symbol) and lake is not None:
             shown = day or next(iter(trading_days(gold)), None)
             if shown is not None:
-                drill = silver_windows(read_silver_day(silver_path, shown, channel, symbol), window_length(gold))
+                drill = silver_windows(read_silver_day(lake, shown, channel, symbol), window_length(gold))
         snapshot = snapshot_from(gold, readers["corrections"].read(), readers["late_trades"].read(), day, drill)
         snapshot["filters"] = {"channel": channel, "symbol": symbol}
         snapshot["status"] = status()

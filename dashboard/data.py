@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.dataset as pads
 
-from streaming.delta_sink import open_table
+from streaming.gold import MEASURES, window_sums
+from streaming.lake.store import Lake, quote, sql_literal
+from streaming.lake.tables import SILVER, Table
 
 GOLD_COLUMNS = ["window_start", "window_end", "buy_amount", "sell_amount", "settlement_amount",
                 "trade_count", "revision", "updated_at"]
@@ -23,22 +22,23 @@ FEED_ROWS = 25  # the newest rows on the page; the tables hold them all
 
 
 class TableReader:
-    """Reads one Delta table, re-reading only when its version has changed (the table itself
-    is kept open and brought up to date by delta_sink.open_table)."""
+    """Reads one Delta table, re-reading only when its version has changed (the lake keeps the
+    table open and brings it up to date)."""
 
-    def __init__(self, path: Path, columns: list[str]):
-        self.path = Path(path)
+    def __init__(self, lake: Lake, table: Table, columns: list[str]):
+        self.lake = lake
+        self.table = table
         self.columns = columns
         self._version: int | None = None
         self._frame = pd.DataFrame(columns=columns)
 
     def read(self) -> pd.DataFrame:
-        table = open_table(self.path)
-        if table is None:
+        opened = self.lake.open(self.table)
+        if opened is None:
             return self._frame  # not written yet: the empty frame
-        if table.version() != self._version:
-            self._frame = table.to_pandas(columns=self.columns)
-            self._version = table.version()
+        if opened.version() != self._version:
+            self._version = opened.version()
+            self._frame = self.lake.read(self.table, self.columns).to_pandas()
         return self._frame
 
 
@@ -68,20 +68,16 @@ def on_day(frame: pd.DataFrame, day: str | None, column: str = "window_start") -
     return frame.iloc[rows].reset_index(drop=True)
 
 
-def read_silver_day(path: Path, day: str, channel: str | None, symbol: str | None) -> pd.DataFrame:
+def read_silver_day(lake: Lake, day: str, channel: str | None, symbol: str | None) -> pd.DataFrame:
     """The valid trades of one day from silver, optionally of one channel and/or symbol."""
-    table = open_table(path)
-    if table is None:
-        return pd.DataFrame(columns=SILVER_DRILL_COLUMNS)
-    start = pd.Timestamp(day, tz="UTC")
-    utc = pa.timestamp("us", tz="UTC")
-    condition = ((pads.field("event_time") >= pa.scalar(start.to_pydatetime(), utc))
-                 & (pads.field("event_time") < pa.scalar((start + pd.Timedelta(days=1)).to_pydatetime(), utc)))
+    start = pd.Timestamp(day, tz="UTC").to_pydatetime()
+    conditions = [f"{quote('event_time')} >= {sql_literal(start)}",
+                  f"{quote('event_time')} < {sql_literal(start + pd.Timedelta(days=1))}"]
     if channel:
-        condition &= pads.field("channel") == channel
+        conditions.append(f"{quote('channel')} = {sql_literal(channel)}")
     if symbol:
-        condition &= pads.field("symbol") == symbol
-    return table.to_pyarrow_dataset().to_table(filter=condition, columns=SILVER_DRILL_COLUMNS).to_pandas()
+        conditions.append(f"{quote('symbol')} = {sql_literal(symbol)}")
+    return lake.read(SILVER, SILVER_DRILL_COLUMNS, " AND ".join(conditions)).to_pandas()
 
 
 def window_length(gold: pd.DataFrame) -> pd.Timedelta:
@@ -93,17 +89,9 @@ def window_length(gold: pd.DataFrame) -> pd.Timedelta:
 
 
 def silver_windows(trades: pd.DataFrame, window: pd.Timedelta) -> pd.DataFrame:
-    """Trades -> gold-shaped windows (buy, sell, settlement, count), like gold.trade_summary."""
-    if trades.empty:
-        return pd.DataFrame(columns=["window_start", "window_end", *MEASURES, "revision", "updated_at"])
-    start = pd.to_datetime(trades["event_time"], utc=True).dt.floor(window)
-    frame = pd.DataFrame({"window_start": start,
-                          "buy": trades["amount"].where(trades["side"] == "BUY", 0.0),
-                          "sell": trades["amount"].where(trades["side"] == "SELL", 0.0)})
-    sums = frame.groupby("window_start").agg(buy_amount=("buy", "sum"), sell_amount=("sell", "sum"),
-                                             trade_count=("buy", "size")).reset_index()
-    sums["window_end"] = sums["window_start"] + window
-    sums["settlement_amount"] = sums["buy_amount"] - sums["sell_amount"]
+    """Trades -> gold-shaped windows (buy, sell, settlement, count), by gold.window_sums."""
+    columns = ["trade_id", "side", "amount", "event_time"]
+    sums = window_sums(pa.Table.from_pandas(trades[columns], preserve_index=False), window).to_pandas()
     sums["revision"], sums["updated_at"] = 1, pd.NaT
     return sums
 
@@ -123,9 +111,6 @@ def json_records(frame: pd.DataFrame, time_columns: tuple[str, ...]) -> list[dic
     columns = [[_iso(v) for v in frame[name]] if name in time_columns else [_plain(v) for v in frame[name].tolist()]
                for name in frame.columns]
     return [dict(zip(frame.columns, row)) for row in zip(*columns)]
-
-
-MEASURES = ("buy_amount", "sell_amount", "settlement_amount", "trade_count")
 
 
 def first_reported(corrections: pd.DataFrame) -> dict[str, dict]:

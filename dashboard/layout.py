@@ -5,8 +5,8 @@ from __future__ import annotations
 from dash import dcc, html
 
 from dashboard import ids
-from streaming.producer import CHANNELS, SYMBOLS
-from streaming.settings import Simulation
+from streaming.config import Simulation
+from streaming.simulation.market import CHANNELS, SYMBOLS
 
 
 def _number(id_: str, value, low: float, high: float, step, disabled: bool) -> dcc.Input:

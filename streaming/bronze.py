@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-BRONZE_TABLE = "bronze/trades_raw"
-BRONZE_KEYS = ("topic", "partition", "offset")
-UTC_TIME = pa.timestamp("us", tz="UTC")
-BRONZE_SCHEMA = pa.schema([
-    ("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()), ("partition", pa.int32()),
-    ("offset", pa.int64()), ("timestamp", UTC_TIME), ("ingested_at", UTC_TIME),
-])
+from streaming.lake.tables import BRONZE
 
 
 def bronze_rows(parsed: pa.Table) -> pa.Table:
@@ -19,4 +13,4 @@ def bronze_rows(parsed: pa.Table) -> pa.Table:
         "key": parsed["key"], "value": parsed["value"], "topic": parsed["topic"],
         "partition": parsed["partition"], "offset": parsed["offset"],
         "timestamp": parsed["kafka_timestamp"], "ingested_at": parsed["ingested_at"],
-    }).cast(BRONZE_SCHEMA)
+    }).cast(BRONZE.schema)

@@ -1,6 +1,8 @@
-"""Gold: valid trades -> the windowed trade summary (a pure DataFrame -> DataFrame function).
+"""Gold: valid trades -> the windowed trade summary, twice: in Spark (`trade_summary`, the
+stream) and in Arrow (`window_sums`, for a batch of trades read from silver). Both are pure;
+tests/unit/test_window_sums.py checks they agree.
 
-One stateful chain, in update mode:
+The stream is one stateful chain, in update mode:
     withWatermark(event_time) -> dropDuplicatesWithinWatermark(trade_id) -> window aggregate
 
 The dedup step drops a trade whose event time is at or behind the watermark that Spark
@@ -14,24 +16,18 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from streaming.settings import format_duration
+from streaming.config import format_duration
+from streaming.lake.tables import UTC_TIME
+from streaming.rows import one_per_key
 
-GOLD_TABLE = "gold/trade_summary"
-GOLD_KEYS = ("window_start",)
-# Columns of gold/trade_summary; revision counts the updates a window has had.
-GOLD_SCHEMA = pa.schema([
-    ("window_start", pa.timestamp("us", tz="UTC")),
-    ("window_end", pa.timestamp("us", tz="UTC")),
-    ("buy_amount", pa.float64()),
-    ("sell_amount", pa.float64()),
-    ("settlement_amount", pa.float64()),
-    ("trade_count", pa.int64()),
-    ("revision", pa.int64()),
-    ("updated_at", pa.timestamp("us", tz="UTC")),
-    ("batch_id", pa.int64()),
+MEASURES = ("buy_amount", "sell_amount", "settlement_amount", "trade_count")
+WINDOW_SUMS_SCHEMA = pa.schema([
+    ("window_start", UTC_TIME), ("window_end", UTC_TIME), ("buy_amount", pa.float64()),
+    ("sell_amount", pa.float64()), ("settlement_amount", pa.float64()), ("trade_count", pa.int64()),
 ])
 
 
@@ -60,3 +56,33 @@ def trade_summary(trades: DataFrame, window: timedelta, watermark: timedelta) ->
             "trade_count",
         )
     )
+
+
+def window_starts(event_times: pa.ChunkedArray | pa.Array, window: timedelta) -> pa.Array:
+    """Spark's tumbling window start: the event time floored to the window, from the epoch."""
+    return pc.floor_temporal(event_times, multiple=int(window.total_seconds()), unit="second")
+
+
+def window_sums(trades: pa.Table, window: timedelta) -> pa.Table:
+    """`trade_summary` on a batch of trades in Arrow (trade_id, side, amount, event_time):
+    each trade_id once (its first row), one row per window with a trade, oldest first."""
+    trades = one_per_key(trades.select(["trade_id", "side", "amount", "event_time"]), ["trade_id"], keep="first")
+    if trades.num_rows == 0:
+        return WINDOW_SUMS_SCHEMA.empty_table()
+    zero = pa.scalar(0.0, pa.float64())
+    amount = trades["amount"].cast(pa.float64())
+    sums = pa.table({
+        "window_start": window_starts(trades["event_time"].cast(UTC_TIME), window),
+        "buy": pc.if_else(pc.equal(trades["side"], "BUY"), amount, zero),
+        "sell": pc.if_else(pc.equal(trades["side"], "SELL"), amount, zero),
+    }).group_by("window_start", use_threads=False).aggregate([("buy", "sum"), ("sell", "sum"), ("buy", "count")])
+    sums = sums.sort_by("window_start")
+    starts = sums["window_start"]
+    return pa.table({
+        "window_start": starts,
+        "window_end": pc.add(starts, pa.scalar(window, pa.duration("us"))),
+        "buy_amount": sums["buy_sum"],
+        "sell_amount": sums["sell_sum"],
+        "settlement_amount": pc.subtract(sums["buy_sum"], sums["sell_sum"]),
+        "trade_count": sums["buy_count"],
+    }).cast(WINDOW_SUMS_SCHEMA)

@@ -13,7 +13,9 @@ import threading
 from datetime import datetime, timezone
 from typing import Callable, Mapping
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import KafkaException
+
+from streaming.kafka.clients import EndOffsets
 
 log = logging.getLogger(__name__)
 
@@ -34,28 +36,6 @@ def total_lag(partitions: list[dict]) -> dict[str, int]:
         for name, lag in row["lag"].items():
             totals[name] += lag
     return dict(totals)
-
-
-class EndOffsets:
-    """The topic's end offsets, asked of the broker (no consumer group, nothing committed)."""
-
-    def __init__(self, client_config: Mapping[str, str], topic: str):
-        self.topic = topic
-        self._consumer = Consumer({**client_config, "group.id": "trade-summary-health",
-                                   "enable.auto.commit": False, "logger": log})
-
-    def read(self, timeout_s: float = 2.0) -> dict[str, int]:
-        metadata = self._consumer.list_topics(self.topic, timeout=timeout_s).topics.get(self.topic)
-        if metadata is None or metadata.error is not None:
-            return {}
-        ends = {}
-        for partition in metadata.partitions:
-            _, high = self._consumer.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=timeout_s)
-            ends[f"{self.topic}:{partition}"] = high
-        return ends
-
-    def close(self) -> None:
-        self._consumer.close()
 
 
 class HealthMonitor:

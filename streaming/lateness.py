@@ -6,7 +6,7 @@ in `<checkpoint>/offsets/N`. Batch N evicts state with its own watermark but dro
 rows against the watermark of batch N-1 (with chained stateful operators, Spark judges late
 events by the previous batch's watermark). That is the one a trade of batch N can miss.
 
-The gold sink copies it into the `gold/batch_watermarks` ledger: one row per (query, batch,
+The gold sink copies it into the `gold/batch_watermarks` ledger (`ledger_rows`): one row per (query, batch,
 topic, partition) with the offset range [start_offset, end_offset) and that watermark. A
 valid trade is too late when the gold batch that read its Kafka record had a watermark at or
 after its event time (the dedup operator's rule, see gold.py).
@@ -14,71 +14,33 @@ after its event time (the dedup operator's rule, see gold.py).
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
 
-BATCH_WATERMARKS_TABLE = "gold/batch_watermarks"
-BATCH_WATERMARKS_KEYS = ("query_id", "batch_id", "topic", "partition")
-_UTC_TIME = pa.timestamp("us", tz="UTC")
-BATCH_WATERMARKS_SCHEMA = pa.schema([
-    ("query_id", pa.string()), ("batch_id", pa.int64()), ("topic", pa.string()), ("partition", pa.int32()),
-    ("start_offset", pa.int64()), ("end_offset", pa.int64()), ("watermark", _UTC_TIME),
-])
+from streaming.lake.checkpoints import OffsetLogEntry
+from streaming.lake.tables import BATCH_WATERMARKS, LATE_TRADES
 
-
-LATE_TRADES_TABLE = "gold/late_trades"
-LATE_TRADES_KEYS = ("trade_id",)
-LATE_TRADES_SCHEMA = pa.schema([
-    ("trade_id", pa.string()), ("event_time", _UTC_TIME), ("window_start", _UTC_TIME), ("window_end", _UTC_TIME),
-    ("watermark", _UTC_TIME), ("late_by_seconds", pa.float64()), ("side", pa.string()), ("amount", pa.float64()),
-    ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()), ("detected_at", _UTC_TIME),
-    ("backfilled_at", _UTC_TIME),  # set when a backfill (reconcile.py) put the trade into gold
-])
 # Silver columns needed to tell and to describe a too-late trade.
 LATE_CANDIDATE_COLUMNS = ["trade_id", "event_time", "side", "amount", "topic", "partition", "offset"]
 
 
-def read_offset_log(checkpoint: Path, batch_id: int) -> tuple[int, dict[tuple[str, int], int]] | None:
-    """(watermark ms, end offsets) of one batch from Spark's offset log, or None if absent."""
-    path = Path(checkpoint) / "offsets" / str(batch_id)
-    if not path.exists():
-        return None
-    lines = path.read_text().splitlines()
-    metadata = json.loads(lines[1])
-    offsets = json.loads(lines[2]) if len(lines) > 2 and lines[2].strip() else {}
-    ends = {(topic, int(p)): int(o) for topic, parts in offsets.items() for p, o in parts.items()}
-    return int(metadata.get("batchWatermarkMs", 0)), ends
-
-
-
-def committed_offsets(checkpoint: Path) -> dict[tuple[str, int], int]:
-    """End offsets of the query's last committed batch: everything before them is fully written."""
-    commits = Path(checkpoint) / "commits"
-    done = [int(p.name) for p in commits.iterdir() if p.name.isdigit()] if commits.exists() else []
-    entry = read_offset_log(checkpoint, max(done)) if done else None
-    return entry[1] if entry else {}
-
-def batch_ledger(checkpoint: Path, query_id: str, batch_id: int) -> pa.Table:
-    """The ledger rows of one batch: the offset ranges it read and the watermark its late
-    input was judged against (the previous batch's)."""
-    current = read_offset_log(checkpoint, batch_id)
-    if current is None:
-        return BATCH_WATERMARKS_SCHEMA.empty_table()
-    _, ends = current
-    previous = read_offset_log(checkpoint, batch_id - 1) if batch_id > 0 else None
-    watermark_ms, starts = previous if previous else (0, {})
+def ledger_rows(query_id: str, batch_id: int, read: OffsetLogEntry | None,
+                previous: OffsetLogEntry | None) -> pa.Table:
+    """The ledger rows of one batch: the offset ranges it read (from the previous batch's ends
+    to its own) and the watermark its late input was judged against (the previous batch's)."""
+    if read is None:
+        return BATCH_WATERMARKS.schema.empty_table()
+    watermark_ms, starts = (previous.watermark_ms, previous.ends) if previous else (0, {})
     watermark = datetime.fromtimestamp(watermark_ms / 1000, tz=timezone.utc)
-    rows = [(tp, starts.get(tp, 0), end) for tp, end in sorted(ends.items()) if end > starts.get(tp, 0)]
+    rows = [(tp, starts.get(tp, 0), end) for tp, end in sorted(read.ends.items()) if end > starts.get(tp, 0)]
     return pa.table({
         "query_id": [query_id] * len(rows), "batch_id": [batch_id] * len(rows),
         "topic": [tp[0] for tp, _, _ in rows], "partition": [tp[1] for tp, _, _ in rows],
         "start_offset": [s for _, s, _ in rows], "end_offset": [e for _, _, e in rows],
         "watermark": [watermark] * len(rows),
-    }, schema=BATCH_WATERMARKS_SCHEMA)
+    }, schema=BATCH_WATERMARKS.schema)
 
 
 def too_late_trades(silver: pd.DataFrame, ledger: pd.DataFrame) -> pd.DataFrame:
@@ -116,7 +78,7 @@ def late_trade_rows(late: pd.DataFrame, window: timedelta, detected_at: datetime
     """too_late_trades() output -> gold/late_trades rows: the window each trade belonged to,
     the watermark it missed and by how much."""
     if late.empty:
-        return LATE_TRADES_SCHEMA.empty_table()
+        return LATE_TRADES.schema.empty_table()
     event_time = pd.to_datetime(late["event_time"], utc=True)
     start = event_time.dt.floor(pd.Timedelta(window))
     return pa.Table.from_pandas(pd.DataFrame({
@@ -125,4 +87,4 @@ def late_trade_rows(late: pd.DataFrame, window: timedelta, detected_at: datetime
         "late_by_seconds": late["late_by"].dt.total_seconds(), "side": late["side"], "amount": late["amount"],
         "topic": late["topic"], "partition": late["partition"], "offset": late["offset"],
         "detected_at": pd.Timestamp(detected_at), "backfilled_at": pd.NaT,
-    }), schema=LATE_TRADES_SCHEMA, preserve_index=False)
+    }), schema=LATE_TRADES.schema, preserve_index=False)

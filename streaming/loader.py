@@ -21,9 +21,10 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.streaming import StreamingQuery
 
-from streaming.kafka_source import SOURCE_NAME, spark_kafka_options
+from streaming.config import LoadSettings, UsageError
+from streaming.kafka.datasource import SOURCE_NAME
+from streaming.kafka.options import spark_kafka_options
 from streaming.pipeline import with_trigger
-from streaming.settings import LoadSettings, UsageError
 from streaming.silver import TRADE_FIELDS, TRADE_SCHEMA
 
 LOADER_QUERY = "loader"
@@ -127,7 +128,7 @@ def short_error(error: BaseException) -> str:
     """A failed query's exception -> the one line that says what went wrong (our own error's
     message when a task raised one), without the worker's traceback and the query plan."""
     text = str(error)
-    ours = re.findall(r"^(?:streaming\.\w+\.)?\w+(?:Error|Exception): (.+)$", text, re.MULTILINE)
+    ours = re.findall(r"^(?:streaming(?:\.\w+)+\.)?\w+(?:Error|Exception): (.+)$", text, re.MULTILINE)
     if ours:
         return ours[-1].strip()
     first = text.strip().splitlines()[0] if text.strip() else repr(error)

@@ -1,27 +1,25 @@
 """Query starters: source -> transformations -> sink, checkpoint and trigger. Kept thin; the
-logic lives in silver.py and gold.py, the writing in sinks.py and delta_sink.py."""
+logic lives in silver.py and gold.py, the writing in sinks.py and the lake."""
 
 from __future__ import annotations
 
 import json
 import logging
-import shutil
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
-from pathlib import Path
+from datetime import timedelta
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
-from streaming import bronze, gold, silver
-from streaming.corrections import CORRECTIONS_SCHEMA, CORRECTIONS_TABLE
-from streaming.delta_sink import ensure_table
-from streaming.kafka_source import SOURCE_NAME, spark_kafka_options
-from streaming.lateness import BATCH_WATERMARKS_SCHEMA, BATCH_WATERMARKS_TABLE, LATE_TRADES_SCHEMA, LATE_TRADES_TABLE
-from streaming.replay import ReplayBaseline, load_baseline, remember_replay
-from streaming.settings import LoadSettings, Settings, format_duration
+from streaming import gold, silver
+from streaming.config import LoadSettings, Settings, format_duration
+from streaming.kafka.datasource import SOURCE_NAME
+from streaming.kafka.options import spark_kafka_options
+from streaming.lake.checkpoints import Checkpoints
+from streaming.lake.store import Lake
+from streaming.replay import ReplayBaseline, load_baseline
 from streaming.sinks import GoldSink, MedallionSink
 from streaming.spark_session import gold_shuffle_partitions, shuffle_partitions
 
@@ -29,15 +27,6 @@ log = logging.getLogger(__name__)
 
 BRONZE_SILVER_QUERY = "bronze_silver"
 GOLD_QUERY = "gold_trade_summary"
-TABLES = {
-    bronze.BRONZE_TABLE: bronze.BRONZE_SCHEMA,
-    silver.SILVER_TABLE: silver.SILVER_SCHEMA,
-    silver.QUARANTINE_TABLE: silver.QUARANTINE_SCHEMA,
-    gold.GOLD_TABLE: gold.GOLD_SCHEMA,
-    BATCH_WATERMARKS_TABLE: BATCH_WATERMARKS_SCHEMA,
-    CORRECTIONS_TABLE: CORRECTIONS_SCHEMA,
-    LATE_TRADES_TABLE: LATE_TRADES_SCHEMA,
-}
 
 
 def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
@@ -65,23 +54,23 @@ def with_trigger(writer, settings: Settings | LoadSettings, interval: timedelta 
     return writer.trigger(processingTime=format_duration(interval or settings.trigger))
 
 
-def start_bronze_silver_query(spark: SparkSession, settings: Settings) -> StreamingQuery:
-    checkpoint = settings.checkpoint_dir / BRONZE_SILVER_QUERY
+def start_bronze_silver_query(spark: SparkSession, settings: Settings, lake: Lake) -> StreamingQuery:
+    checkpoint = Checkpoints(settings.checkpoint_dir).query(BRONZE_SILVER_QUERY)
     # The sink splits on `reason` and stamps `ingested_at`: a current_timestamp() here would be a new
     # literal in every micro-batch, and Spark would compile the whole parse again each time.
     parsed = silver.parse_trades(read_kafka(spark, settings)).drop("valid")
     writer = (
         parsed.writeStream.queryName(BRONZE_SILVER_QUERY)
         .outputMode("append")
-        .option("checkpointLocation", str(checkpoint))
-        .foreachBatch(MedallionSink(settings, checkpoint))
+        .option("checkpointLocation", str(checkpoint.path))
+        .foreachBatch(MedallionSink(settings, lake, checkpoint))
     )
     return with_trigger(writer, settings, settings.bronze_silver_interval).start()
 
 
-def start_gold_query(spark: SparkSession, settings: Settings,
+def start_gold_query(spark: SparkSession, settings: Settings, lake: Lake,
                      baseline: ReplayBaseline | None = None) -> StreamingQuery:
-    checkpoint = settings.checkpoint_dir / GOLD_QUERY
+    checkpoint = Checkpoints(settings.checkpoint_dir).query(GOLD_QUERY)
     trades = silver.valid_trades(silver.parse_trades(read_kafka(spark, settings), with_reason=False))
     if baseline is not None and baseline.skip_trade_ids:
         # A replay: trades in the baseline, or too late live, are not counted again.
@@ -91,22 +80,11 @@ def start_gold_query(spark: SparkSession, settings: Settings,
     writer = (
         summary.writeStream.queryName(GOLD_QUERY)
         .outputMode("update")
-        .option("checkpointLocation", str(checkpoint))
-        .foreachBatch(GoldSink(settings, checkpoint, baseline))
+        .option("checkpointLocation", str(checkpoint.path))
+        .foreachBatch(GoldSink(settings, lake, checkpoint, baseline))
     )
     with shuffle_partitions(spark, gold_shuffle_partitions(settings.master)):
         return with_trigger(writer, settings).start()
-
-
-def set_aside_checkpoints(settings: Settings) -> Path | None:
-    """For --replay-from: move the old checkpoints aside (never deleted) so queries start fresh."""
-    if not settings.checkpoint_dir.exists():
-        return None
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    target = settings.data_dir / "checkpoints.replaced" / stamp
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.move(str(settings.checkpoint_dir), str(target))
-    return target
 
 
 @dataclass(frozen=True)
@@ -166,27 +144,28 @@ def query_status(query: StreamingQuery) -> QueryStatus:
 class Pipeline:
     """The streaming queries of a run."""
 
-    def __init__(self, spark: SparkSession, settings: Settings):
+    def __init__(self, spark: SparkSession, settings: Settings, lake: Lake | None = None):
         self.spark = spark
         self.settings = settings
+        self.lake = lake or Lake(settings.data_dir)
+        self.checkpoints = Checkpoints(settings.checkpoint_dir)
         self.queries: list[StreamingQuery] = []
 
     def start(self) -> None:
         self.settings.data_dir.mkdir(parents=True, exist_ok=True)
         if self.settings.replay_from is not None:
-            moved = set_aside_checkpoints(self.settings)
-            remember_replay(self.settings)
+            moved = self.checkpoints.set_aside(self.settings.data_dir / "checkpoints.replaced")
+            self.checkpoints.remember_replay(self.settings.replay_from)
             log.info("replaying from Kafka time %s with fresh checkpoints%s", self.settings.replay_from.isoformat(),
                      f" (the old ones are kept in {moved})" if moved else "")
-        for table, schema in TABLES.items():
-            ensure_table(self.settings.table_path(table), schema)
+        self.lake.ensure_all()
         # Read before any query writes: silver as it stood before the replay time.
-        baseline = load_baseline(self.settings)
+        baseline = load_baseline(self.lake, self.checkpoints.replay_since(), self.settings.window)
         if baseline is not None:
             log.info("replay baseline: %d windows from trades before %s; %d trade ids not to count again",
                      len(baseline.windows), baseline.since.isoformat(), len(baseline.skip_trade_ids))
-        self.queries.append(start_bronze_silver_query(self.spark, self.settings))
-        self.queries.append(start_gold_query(self.spark, self.settings, baseline))
+        self.queries.append(start_bronze_silver_query(self.spark, self.settings, self.lake))
+        self.queries.append(start_gold_query(self.spark, self.settings, self.lake, baseline))
 
     def status(self) -> list[QueryStatus]:
         return [query_status(q) for q in self.queries]

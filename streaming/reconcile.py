@@ -22,8 +22,6 @@ before, window_start).
 
 from __future__ import annotations
 
-import functools
-import operator
 import time
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
@@ -32,34 +30,30 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as pads
 from pyspark.sql import SparkSession
 
-from streaming import gold, silver
-from streaming.corrections import CORRECTIONS_KEYS, CORRECTIONS_SCHEMA, CORRECTIONS_TABLE
-from streaming.delta_sink import checkpoint_query_id, open_table, publish
-from streaming.lateness import (
-    BATCH_WATERMARKS_TABLE, LATE_TRADES_KEYS, LATE_TRADES_SCHEMA, LATE_TRADES_TABLE, committed_offsets,
-)
+from streaming import gold
+from streaming.config import Settings
+from streaming.corrections import correction_rows
+from streaming.gold import MEASURES
+from streaming.lake.checkpoints import Checkpoints
+from streaming.lake.store import Batch, Lake, quote, sql_literal
+from streaming.lake.tables import BATCH_WATERMARKS, CORRECTIONS, GOLD, LATE_TRADES, SILVER, Table, Write
 from streaming.pipeline import BRONZE_SILVER_QUERY, GOLD_QUERY
-from streaming.settings import Settings
-from streaming.sinks import GOLD_WRITE_LOCK, LATE_TRADES_LOCK
+from streaming.sinks import GOLD_WRITES
 
 BACKFILL_QUERY_ID = "backfill"
-MEASURES = ["buy_amount", "sell_amount", "settlement_amount", "trade_count"]
-_UTC = pa.timestamp("us", tz="UTC")
 _CENT = 0.005  # amounts are money: closer than half a cent is equal (float sums differ in order)
 
 
-def _utc(moment) -> pa.Scalar:
-    return pa.scalar(pd.Timestamp(moment).to_pydatetime(), _UTC)
+def read_before(offsets: dict[tuple[str, int], int]) -> str:
+    """SQL: rows whose Kafka record lies before `offsets` in its partition (none if it is empty)."""
+    return " OR ".join(f"({quote('topic')} = {sql_literal(topic)} AND {quote('partition')} = {int(partition)} "
+                       f"AND {quote('offset')} < {int(end)})" for (topic, partition), end in offsets.items()) or "FALSE"
 
 
-def read_before(offsets: dict[tuple[str, int], int]) -> pads.Expression:
-    """Rows whose Kafka record lies before `offsets` in its partition (none if it is empty)."""
-    return functools.reduce(operator.or_, [
-        (pads.field("topic") == topic) & (pads.field("partition") == partition) & (pads.field("offset") < end)
-        for (topic, partition), end in offsets.items()])
+def in_window_range(column: str, start: datetime, end: datetime) -> str:
+    return f"{quote(column)} >= {sql_literal(start)} AND {quote(column)} < {sql_literal(end)}"
 
 
 def compare(streamed: pd.DataFrame, recomputed: pd.DataFrame, too_late: pd.DataFrame,
@@ -67,7 +61,7 @@ def compare(streamed: pd.DataFrame, recomputed: pd.DataFrame, too_late: pd.DataF
     """Per window: gold ('_gold'), silver ('_silver'), their difference ('diff_'), the too-late
     trades ('late_'), and whether the difference is exactly those trades and the window final."""
     keys = ["window_start", "window_end"]
-    merged = streamed[keys + MEASURES].merge(recomputed[keys + MEASURES], on=keys, how="outer",
+    merged = streamed[keys + list(MEASURES)].merge(recomputed[keys + list(MEASURES)], on=keys, how="outer",
                                              suffixes=("_gold", "_silver"))
     late = too_late.assign(
         buy=too_late["amount"].where(too_late["side"] == "BUY", 0.0),
@@ -94,25 +88,16 @@ def compare(streamed: pd.DataFrame, recomputed: pd.DataFrame, too_late: pd.DataF
 def backfill_rows(current: pd.DataFrame, target: pd.DataFrame, watermark: datetime | None,
                   now: datetime) -> tuple[pa.Table, pa.Table]:
     """(corrections, gold rows) that set each `target` window (silver's values) in gold.
-    `current`: gold's rows of those windows (absent = a window gold never had)."""
+    `current`: gold's rows of those windows (absent = a window gold never had). A correction's
+    batch id is the window's revision before it, so a retried backfill writes the same key."""
     before = current.set_index("window_start") if not current.empty else pd.DataFrame()
-    corrections, rows = [], []
-    for row in target.itertuples(index=False):
-        old = before.loc[row.window_start] if row.window_start in before.index else None
-        prior = {m: (old[m] if old is not None else 0) for m in MEASURES}
-        revision = int(old["revision"]) if old is not None else 0
-        after = {m: getattr(row, m) for m in MEASURES}
-        corrections.append({
-            "window_start": row.window_start, "window_end": row.window_end,
-            **{f"{m}_before": prior[m] for m in MEASURES}, **{f"{m}_after": after[m] for m in MEASURES},
-            "late_trades": int(after["trade_count"] - prior["trade_count"]), "corrected_at": now,
-            "watermark": watermark, "batch_id": revision, "query_id": BACKFILL_QUERY_ID,
-        })
-        rows.append({"window_start": row.window_start, "window_end": row.window_end, **after,
-                     "revision": revision + 1, "updated_at": now,
-                     "batch_id": int(old["batch_id"]) if old is not None else None})
-    return (pa.Table.from_pylist(corrections, schema=CORRECTIONS_SCHEMA),
-            pa.Table.from_pylist(rows, schema=gold.GOLD_SCHEMA))
+    known = [before.loc[start] if start in before.index else None for start in target["window_start"]]
+    revisions = [int(old["revision"]) if old is not None else 0 for old in known]
+    corrections = correction_rows(current, target, now, watermark, BACKFILL_QUERY_ID, revisions)
+    rows = [{"window_start": row.window_start, "window_end": row.window_end, **{m: getattr(row, m) for m in MEASURES},
+             "revision": revision + 1, "updated_at": now, "batch_id": int(old["batch_id"]) if old is not None else None}
+            for row, old, revision in zip(target.itertuples(index=False), known, revisions)]
+    return corrections, pa.Table.from_pylist(rows, schema=GOLD.schema)
 
 
 @dataclass
@@ -137,29 +122,26 @@ class BackfillReport:
 class Reconciler:
     """Gold against silver for the dashboard, with Spark for the recompute."""
 
-    def __init__(self, spark: SparkSession, settings: Settings):
+    def __init__(self, spark: SparkSession, settings: Settings, lake: Lake | None = None):
         self.spark = spark
         self.settings = settings
-        self.gold_checkpoint = settings.checkpoint_dir / GOLD_QUERY
-        self.silver_checkpoint = settings.checkpoint_dir / BRONZE_SILVER_QUERY
+        self.lake = lake or Lake(settings.data_dir)
+        checkpoints = Checkpoints(settings.checkpoint_dir)
+        self.gold_checkpoint = checkpoints.query(GOLD_QUERY)
+        self.silver_checkpoint = checkpoints.query(BRONZE_SILVER_QUERY)
 
     def watermark(self) -> datetime | None:
         """The latest watermark of the current gold query (windows ending by then are final)."""
-        ledger = open_table(self.settings.table_path(BATCH_WATERMARKS_TABLE))
-        if ledger is None or not (self.gold_checkpoint / "metadata").exists():
+        if not self.gold_checkpoint.started:
             return None
-        query_id = checkpoint_query_id(self.gold_checkpoint)
-        marks = ledger.to_pyarrow_dataset().to_table(filter=pads.field("query_id") == query_id,
-                                                     columns=["watermark"])["watermark"]
+        marks = self.lake.read(BATCH_WATERMARKS, ["watermark"],
+                               f"{quote('query_id')} = {sql_literal(self.gold_checkpoint.query_id)}")["watermark"]
         latest = pc.max(marks).as_py() if len(marks) else None
         return latest if latest and latest.timestamp() > 0 else None
 
     def gold_offsets(self) -> dict[tuple[str, int], int]:
-        """Per topic partition, the end of what gold has read (call under GOLD_WRITE_LOCK)."""
-        ledger = open_table(self.settings.table_path(BATCH_WATERMARKS_TABLE))
-        if ledger is None:
-            return {}
-        ends = ledger.to_pyarrow_dataset().to_table(columns=["topic", "partition", "end_offset"])
+        """Per topic partition, the end of what gold has read (call holding gold's locks)."""
+        ends = self.lake.read(BATCH_WATERMARKS, ["topic", "partition", "end_offset"])
         ends = ends.group_by(["topic", "partition"]).aggregate([("end_offset", "max")]).to_pylist()
         return {(e["topic"], e["partition"]): e["end_offset_max"] for e in ends}
 
@@ -167,7 +149,7 @@ class Reconciler:
         """Wait until bronze/silver has committed at least up to `offsets`."""
         deadline = time.monotonic() + timeout_s
         while True:
-            done = committed_offsets(self.silver_checkpoint)
+            done = self.silver_checkpoint.committed_offsets()
             if all(done.get(tp, 0) >= end for tp, end in offsets.items()):
                 return True
             if time.monotonic() > deadline:
@@ -177,25 +159,17 @@ class Reconciler:
     def recompute(self, start: datetime, end: datetime, offsets: dict[tuple[str, int], int]) -> pd.DataFrame:
         """Windows from silver's trades with event time in [start, end) and Kafka offsets before
         `offsets`, by the streaming logic."""
-        table = open_table(self.settings.table_path(silver.SILVER_TABLE))
-        trades = None
-        if table is not None and offsets:
-            trades = table.to_pyarrow_dataset().to_table(
-                filter=(pads.field("event_time") >= _utc(start)) & (pads.field("event_time") < _utc(end))
-                & read_before(offsets), columns=["trade_id", "side", "amount", "event_time"])
-        if trades is None or trades.num_rows == 0:
-            return gold.GOLD_SCHEMA.empty_table().to_pandas()[["window_start", "window_end", *MEASURES]]
+        trades = self.lake.read(SILVER, ["trade_id", "side", "amount", "event_time"],
+                                f"{in_window_range('event_time', start, end)} AND ({read_before(offsets)})")
+        if trades.num_rows == 0:
+            return gold.WINDOW_SUMS_SCHEMA.empty_table().to_pandas()
         summary = gold.trade_summary(self.spark.createDataFrame(trades), self.settings.window, self.settings.watermark)
         return summary.toArrow().to_pandas()
 
-    def _read(self, table_name: str, schema: pa.Schema, start: datetime, end: datetime,
-              extra: pads.Expression | None = None) -> pd.DataFrame:
+    def _read(self, table: Table, start: datetime, end: datetime, extra: str | None = None) -> pd.DataFrame:
         """The rows of a table keyed by window whose window starts in [start, end)."""
-        table = open_table(self.settings.table_path(table_name))
-        if table is None:
-            return schema.empty_table().to_pandas()
-        in_range = (pads.field("window_start") >= _utc(start)) & (pads.field("window_start") < _utc(end))
-        return table.to_pyarrow_dataset().to_table(filter=in_range if extra is None else in_range & extra).to_pandas()
+        where = in_window_range("window_start", start, end) + (f" AND ({extra})" if extra else "")
+        return self.lake.read(table, where=where).to_pandas()
 
     def _compare(self, start: datetime, end: datetime, streamed: pd.DataFrame, offsets: dict,
                  watermark: datetime | None) -> pd.DataFrame:
@@ -207,18 +181,18 @@ class Reconciler:
 
     def _too_late(self, start: datetime, end: datetime, offsets: dict) -> pd.DataFrame:
         if not offsets:
-            return LATE_TRADES_SCHEMA.empty_table().to_pandas()
-        return self._read(LATE_TRADES_TABLE, LATE_TRADES_SCHEMA, start, end, read_before(offsets))
+            return LATE_TRADES.schema.empty_table().to_pandas()
+        return self._read(LATE_TRADES, start, end, read_before(offsets))
 
     def _gold_as_read(self, start: datetime, end: datetime) -> tuple[pd.DataFrame, dict]:
-        """Gold's windows and the offsets they include (call under GOLD_WRITE_LOCK)."""
-        return self._read(gold.GOLD_TABLE, gold.GOLD_SCHEMA, start, end), self.gold_offsets()
+        """Gold's windows and the offsets they include (call holding gold's locks)."""
+        return self._read(GOLD, start, end), self.gold_offsets()
 
     def reconcile(self, day: date) -> pd.DataFrame:
         """compare() for the windows of one trading day."""
         start = datetime.combine(day, datetime.min.time(), tzinfo=timezone.utc)
         end = start + timedelta(days=1)
-        with GOLD_WRITE_LOCK:
+        with self.lake.writing(*GOLD_WRITES):
             streamed, offsets = self._gold_as_read(start, end)
             watermark = self.watermark()
         return self._compare(start, end, streamed, offsets, watermark)
@@ -230,7 +204,7 @@ class Reconciler:
             return report
         starts = sorted(pd.Timestamp(s).tz_convert("UTC") for s in window_starts)
         first, last = starts[0].to_pydatetime(), (starts[-1] + pd.Timedelta(self.settings.window)).to_pydatetime()
-        with GOLD_WRITE_LOCK:
+        with self.lake.writing(*GOLD_WRITES):
             watermark = self.watermark()
             current, offsets = self._gold_as_read(first, last)
             state = self._compare(first, last, current, offsets, watermark).set_index("window_start")
@@ -251,17 +225,14 @@ class Reconciler:
             target["trade_count"] = target["trade_count"].astype(int)
             now = datetime.now(timezone.utc)
             corrections, rows = backfill_rows(current, target, watermark, now)
-            version = time.time_ns() // 1000  # a backfill is not a stream batch: any new, larger version
-            publish(self.settings.table_path(CORRECTIONS_TABLE), corrections, CORRECTIONS_KEYS,
-                    f"{CORRECTIONS_TABLE}@{BACKFILL_QUERY_ID}", version, insert_only=True)
-            publish(self.settings.table_path(gold.GOLD_TABLE), rows, gold.GOLD_KEYS,
-                    f"{gold.GOLD_TABLE}@{BACKFILL_QUERY_ID}", version)
+            # A backfill is not a stream batch: any new, larger version.
+            batch = Batch(BACKFILL_QUERY_ID, time.time_ns() // 1000)
+            self.lake.publish(CORRECTIONS, corrections, batch)
+            self.lake.publish(GOLD, rows, batch)
             # The too-late trades now in gold: later differences are explained by the others.
             folded = self._too_late(first, last, offsets)
             folded = folded[folded["window_start"].isin(chosen) & folded["backfilled_at"].isna()]
-            with LATE_TRADES_LOCK:
-                publish(self.settings.table_path(LATE_TRADES_TABLE),
-                        pa.Table.from_pandas(folded.assign(backfilled_at=now), schema=LATE_TRADES_SCHEMA,
-                                             preserve_index=False),
-                        LATE_TRADES_KEYS, f"{LATE_TRADES_TABLE}@{BACKFILL_QUERY_ID}", version)
+            self.lake.publish(LATE_TRADES, pa.Table.from_pandas(folded.assign(backfilled_at=now),
+                                                                schema=LATE_TRADES.schema, preserve_index=False),
+                              batch, write=Write.UPSERT)
         return report

@@ -11,25 +11,23 @@ overwritten with only the replayed part. So, for a replay:
   is not counted twice) and trades that were too late live (a replay keeps those decisions);
 * each window the replay updates is written as baseline + replayed sums.
 
-The replay time is kept beside the checkpoints (`replay.json`), so a replay that is stopped and
+The replay time is kept beside the checkpoints (checkpoints.py), so a replay that is stopped and
 restarted half way keeps adding the same baseline.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from streaming.delta_sink import open_table
-from streaming.lateness import BATCH_WATERMARKS_TABLE, too_late_trades
-from streaming.settings import Settings, parse_instant
-from streaming.silver import SILVER_TABLE
-
-REPLAY_FILE = "replay.json"
+from streaming.gold import window_sums
+from streaming.lake.store import Lake
+from streaming.lake.tables import BATCH_WATERMARKS, SILVER
+from streaming.lateness import too_late_trades
 
 
 @dataclass(frozen=True)
@@ -40,56 +38,26 @@ class ReplayBaseline:
     windows: dict[pd.Timestamp, tuple[float, float, int]]
 
 
-def remember_replay(settings: Settings) -> None:
-    settings.checkpoint_dir.mkdir(parents=True, exist_ok=True)
-    (settings.checkpoint_dir / REPLAY_FILE).write_text(json.dumps({"since": settings.replay_from.isoformat()}))
-
-
-def replay_since(settings: Settings) -> datetime | None:
-    """The replay time of the current checkpoints, if they were started by --replay-from."""
-    if settings.replay_from is not None:
-        return settings.replay_from
-    marker = settings.checkpoint_dir / REPLAY_FILE
-    return parse_instant(json.loads(marker.read_text())["since"]) if marker.exists() else None
-
-
-def window_starts(event_times: pd.Series, window: timedelta) -> pd.Series:
-    """Spark's tumbling window start: the event time floored to the window, epoch-aligned."""
-    return pd.to_datetime(event_times, utc=True).dt.floor(pd.Timedelta(window))
-
-
-def baseline_from_silver(silver: pd.DataFrame, since: datetime, window: timedelta,
+def baseline_from_silver(silver: pa.Table, since: datetime, window: timedelta,
                          too_late_ids: frozenset[str] = frozenset()) -> ReplayBaseline:
-    before = silver[silver["kafka_timestamp"] < pd.Timestamp(since)]
-    before = before.drop_duplicates("trade_id")
-    before = before[~before["trade_id"].isin(too_late_ids)]
-    skip = sorted(set(before["trade_id"]) | set(too_late_ids))
-    if before.empty:
-        return ReplayBaseline(since, skip, {})
-    starts = window_starts(before["event_time"], window)
-    frame = pd.DataFrame({
-        "window_start": starts,
-        "buy": before["amount"].where(before["side"] == "BUY", 0.0),
-        "sell": before["amount"].where(before["side"] == "SELL", 0.0),
-    })
-    sums = frame.groupby("window_start").agg(buy=("buy", "sum"), sell=("sell", "sum"), trades=("buy", "size"))
-    windows = {pd.Timestamp(ws): (float(r.buy), float(r.sell), int(r.trades)) for ws, r in sums.iterrows()}
+    """silver: trade_id, side, amount, event_time, kafka_timestamp (Arrow)."""
+    before = silver.filter(pc.less(silver["kafka_timestamp"], pa.scalar(since, silver["kafka_timestamp"].type)))
+    ids = set(before["trade_id"].to_pylist())
+    counted = before.filter(pc.invert(pc.is_in(before["trade_id"], pa.array(sorted(too_late_ids), pa.string()))))
+    skip = sorted(ids | set(too_late_ids))
+    windows = {pd.Timestamp(w["window_start"]): (float(w["buy_amount"]), float(w["sell_amount"]), int(w["trade_count"]))
+               for w in window_sums(counted, window).to_pylist()}
     return ReplayBaseline(since, skip, windows)
 
 
-def load_baseline(settings: Settings) -> ReplayBaseline | None:
-    since = replay_since(settings)
+def load_baseline(lake: Lake, since: datetime | None, window: timedelta) -> ReplayBaseline | None:
+    """The baseline of a replay from `since` (None: not a replay)."""
     if since is None:
         return None
-    table = open_table(settings.table_path(SILVER_TABLE))
-    if table is None:
-        return ReplayBaseline(since, [], {})
-    silver = table.to_pandas(columns=["trade_id", "side", "amount", "event_time", "kafka_timestamp",
-                                      "topic", "partition", "offset"])
-    ledger_table = open_table(settings.table_path(BATCH_WATERMARKS_TABLE))
-    ledger = ledger_table.to_pandas() if ledger_table is not None else pd.DataFrame()
-    too_late = frozenset(too_late_trades(silver, ledger)["trade_id"])
-    return baseline_from_silver(silver, since, settings.window, too_late)
+    silver = lake.read(SILVER, ["trade_id", "side", "amount", "event_time", "kafka_timestamp",
+                                "topic", "partition", "offset"])
+    too_late = frozenset(too_late_trades(silver.to_pandas(), lake.read(BATCH_WATERMARKS).to_pandas())["trade_id"])
+    return baseline_from_silver(silver, since, window, too_late)
 
 
 def add_baseline(rows: pa.Table, baseline: ReplayBaseline | None) -> pa.Table:

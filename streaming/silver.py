@@ -16,10 +16,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-SILVER_TABLE = "silver/trades"
-SILVER_KEYS = ("trade_id",)
-QUARANTINE_TABLE = "silver/quarantine"
-QUARANTINE_KEYS = ("topic", "partition", "offset")
+from streaming.lake.tables import QUARANTINE, SILVER
 
 TRADE_FIELDS = ("trade_id", "account_id", "symbol", "side", "quantity", "price", "channel", "event_time")
 SIDES = ("BUY", "SELL")
@@ -153,27 +150,13 @@ def rejected_records(parsed: DataFrame) -> DataFrame:
 
 
 # -- splitting a collected micro-batch (Arrow) into the silver tables --------------------------
-_UTC_TIME = pa.timestamp("us", tz="UTC")
-SILVER_SCHEMA = pa.schema([
-    ("trade_id", pa.string()), ("account_id", pa.string()), ("symbol", pa.string()), ("side", pa.string()),
-    ("quantity", pa.int64()), ("price", pa.float64()), ("amount", pa.float64()), ("channel", pa.string()),
-    ("event_time", _UTC_TIME), ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()),
-    ("kafka_timestamp", _UTC_TIME), ("ingested_at", _UTC_TIME),
-])
-# The raw value stays binary: it may not be UTF-8, and Arrow readers reject invalid strings.
-QUARANTINE_SCHEMA = pa.schema([
-    ("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()), ("partition", pa.int32()),
-    ("offset", pa.int64()), ("kafka_timestamp", _UTC_TIME), ("reason", pa.string()), ("ingested_at", _UTC_TIME),
-])
-
-
 def silver_rows(parsed: pa.Table) -> pa.Table:
     """Valid trades in arrival order (Kafka timestamp, partition, offset), so that when one
     trade_id comes twice the first copy is the one kept."""
     valid = parsed.filter(pc.is_null(parsed["reason"]))
     valid = valid.sort_by([("kafka_timestamp", "ascending"), ("partition", "ascending"), ("offset", "ascending")])
-    return valid.select(SILVER_SCHEMA.names).cast(SILVER_SCHEMA)
+    return valid.select(SILVER.columns).cast(SILVER.schema)
 
 
 def quarantine_rows(parsed: pa.Table) -> pa.Table:
-    return parsed.filter(pc.is_valid(parsed["reason"])).select(QUARANTINE_SCHEMA.names).cast(QUARANTINE_SCHEMA)
+    return parsed.filter(pc.is_valid(parsed["reason"])).select(QUARANTINE.columns).cast(QUARANTINE.schema)

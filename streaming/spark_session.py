@@ -128,7 +128,7 @@ def create_spark(master: str = "local[*]", app_name: str = "trade-summary", shuf
     from pyspark.java_gateway import launch_gateway
     from pyspark.sql import SparkSession
 
-    from streaming.kafka_source import KafkaDataSource
+    from streaming.kafka.datasource import KafkaDataSource
 
     conf = (
         SparkConf().setMaster(master).setAppName(app_name)

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from streaming.broker import EmbeddedBroker
-from streaming.kafka_admin import ensure_topic, wait_until_reachable
+from streaming.kafka.admin import ensure_topic, wait_until_reachable
+from streaming.kafka.broker import EmbeddedBroker
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 

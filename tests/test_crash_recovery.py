@@ -1,5 +1,6 @@
 """SIGKILL the whole app several times while trades flow; afterwards every offset is in bronze
 once, every trade in silver once, and gold equals the exact sums of what was produced.
+from streaming.lake.tables import BRONZE, GOLD, QUARANTINE, SILVER
 
 The broker is external (started by the test fixtures), so only the app dies.
 """
@@ -15,9 +16,6 @@ from datetime import datetime, timedelta, timezone
 
 from deltalake import DeltaTable
 
-from streaming.bronze import BRONZE_TABLE
-from streaming.gold import GOLD_TABLE
-from streaming.silver import QUARANTINE_TABLE, SILVER_TABLE
 from tests.conftest import TopicWriter, trade, wait_for
 from tests.helpers_process import RunPy
 
@@ -119,15 +117,15 @@ def test_repeated_sigkills_lose_nothing_and_double_nothing(broker, topic, tmp_pa
     final = RunPy(*common, "--available-now")
     assert final.wait(300) == 0, final.output
 
-    bronze = DeltaTable(str(data / BRONZE_TABLE)).to_pandas()
+    bronze = DeltaTable(str(data / BRONZE.name)).to_pandas()
     assert len(bronze) == producer.records
     assert not bronze[["partition", "offset"]].duplicated().any()
-    silver = DeltaTable(str(data / SILVER_TABLE)).to_pandas()
+    silver = DeltaTable(str(data / SILVER.name)).to_pandas()
     assert sorted(silver["trade_id"]) == sorted(producer.trades)
-    quarantine = DeltaTable(str(data / QUARANTINE_TABLE)).to_pandas()
+    quarantine = DeltaTable(str(data / QUARANTINE.name)).to_pandas()
     assert len(quarantine) == producer.broken
     assert not quarantine[["partition", "offset"]].duplicated().any()
-    gold = DeltaTable(str(data / GOLD_TABLE)).to_pandas()
+    gold = DeltaTable(str(data / GOLD.name)).to_pandas()
     got = {row.window_start.to_pydatetime(): (round(row.buy_amount, 2), round(row.sell_amount, 2), row.trade_count)
            for row in gold.itertuples()}
     assert got == oracle(producer.trades)

@@ -11,14 +11,19 @@ from dashboard import ids
 from dashboard.app import create_app
 from dashboard.callbacks import late_knobs, validate_rate
 from dashboard.data import (
-    CORRECTION_COLUMNS, GOLD_COLUMNS, LATE_TRADE_COLUMNS, TableReader, first_reported, json_records, on_day,
-    silver_windows, snapshot_from,
+    CORRECTION_COLUMNS,
+    GOLD_COLUMNS,
+    LATE_TRADE_COLUMNS,
+    TableReader,
+    first_reported,
+    json_records,
+    on_day,
+    silver_windows,
+    snapshot_from,
 )
 from dashboard.figures import BUY_COLOR, SELL_COLOR, SETTLEMENT_COLOR, summary_figure
-from streaming.corrections import CORRECTIONS_TABLE
-from streaming.delta_sink import publish
-from streaming.gold import GOLD_SCHEMA, GOLD_TABLE
-from streaming.lateness import LATE_TRADES_TABLE
+from streaming.lake.store import Batch, Lake
+from streaming.lake.tables import CORRECTIONS, GOLD, LATE_TRADES, SILVER
 from tests.dash_client import call, decode, store_snapshot
 
 UTC = timezone.utc
@@ -35,8 +40,8 @@ def write_gold(data_dir, windows):
         "buy_amount": [v[0] for v in values], "sell_amount": [v[1] for v in values],
         "settlement_amount": [v[0] - v[1] for v in values], "trade_count": [v[2] for v in values],
         "revision": [1] * len(starts), "updated_at": [now] * len(starts), "batch_id": [0] * len(starts),
-    }).cast(GOLD_SCHEMA)
-    publish(data_dir / GOLD_TABLE, table, ("window_start",), "fixture", 0)
+    }).cast(GOLD.schema)
+    Lake(data_dir).publish(GOLD, table, Batch("fixture", 0))
 
 
 WINDOWS = [("09:00", 1000.0, 400.0, 3), ("09:15", 200.0, 700.0, 2), ("09:30", 50.0, 0.0, 1)]
@@ -45,7 +50,7 @@ WINDOWS = [("09:00", 1000.0, 400.0, 3), ("09:15", 200.0, 700.0, 2), ("09:30", 50
 @pytest.fixture
 def snapshot(tmp_path):
     write_gold(tmp_path, WINDOWS)
-    return snapshot_from(TableReader(tmp_path / GOLD_TABLE, GOLD_COLUMNS).read())
+    return snapshot_from(TableReader(Lake(tmp_path), GOLD, GOLD_COLUMNS).read())
 
 
 def test_snapshot_holds_the_latest_trading_day_in_order(snapshot):
@@ -70,14 +75,14 @@ def test_running_totals_accumulate_over_the_day(snapshot):
 
 
 def test_empty_state_says_it_is_waiting(tmp_path):
-    snapshot = snapshot_from(TableReader(tmp_path / GOLD_TABLE, GOLD_COLUMNS).read())
+    snapshot = snapshot_from(TableReader(Lake(tmp_path), GOLD, GOLD_COLUMNS).read())
     fig = summary_figure(snapshot)
     assert fig["data"] == [] and "Waiting for the first trades" in fig["layout"]["annotations"][0]["text"]
 
 
 def test_the_table_is_reread_only_when_its_version_changes(tmp_path):
     write_gold(tmp_path, WINDOWS[:1])
-    reader = TableReader(tmp_path / GOLD_TABLE, GOLD_COLUMNS)
+    reader = TableReader(Lake(tmp_path), GOLD, GOLD_COLUMNS)
     first = reader.read()
     assert reader.read() is first
     write_gold(tmp_path, WINDOWS)  # same app id and version: skipped as already done, no new version
@@ -85,8 +90,8 @@ def test_the_table_is_reread_only_when_its_version_changes(tmp_path):
     late_window = pa.table({"window_start": [datetime(2026, 3, 2, 10, tzinfo=UTC)],
                             "window_end": [datetime(2026, 3, 2, 10, 15, tzinfo=UTC)], "buy_amount": [1.0],
                             "sell_amount": [0.0], "settlement_amount": [1.0], "trade_count": [1], "revision": [1],
-                            "updated_at": [datetime.now(UTC)], "batch_id": [1]}).cast(GOLD_SCHEMA)
-    publish(tmp_path / GOLD_TABLE, late_window, ("window_start",), "fixture", 1)  # a new version
+                            "updated_at": [datetime.now(UTC)], "batch_id": [1]}).cast(GOLD.schema)
+    Lake(tmp_path).publish(GOLD, late_window, Batch("fixture", 1))  # a new version
     again = reader.read()
     assert again is not first and len(again) == len(first) + 1
 
@@ -133,8 +138,6 @@ def test_status_line_shows_producer_last_batch_watermark_and_failures():
 
 
 def write_corrections_and_late_trades(data_dir):
-    from streaming.corrections import CORRECTIONS_SCHEMA, CORRECTIONS_TABLE
-    from streaming.lateness import LATE_TRADES_SCHEMA, LATE_TRADES_TABLE
 
     at = datetime(2026, 11, 22, 10, 31, 5, tzinfo=UTC)
     start = datetime(2026, 3, 2, 9, 15, tzinfo=UTC)
@@ -143,14 +146,12 @@ def write_corrections_and_late_trades(data_dir):
                   "sell_amount_after": 700.0, "settlement_amount_before": -500.0, "settlement_amount_after": -470.0,
                   "trade_count_before": 2, "trade_count_after": 3, "late_trades": 1, "corrected_at": at,
                   "watermark": datetime(2026, 3, 2, 9, 1, tzinfo=UTC), "batch_id": 4, "query_id": "q"}
-    publish(data_dir / CORRECTIONS_TABLE, pa.Table.from_pylist([correction], schema=CORRECTIONS_SCHEMA),
-            ("query_id", "batch_id", "window_start"), "fixture", 0)
+    Lake(data_dir).publish(CORRECTIONS, pa.Table.from_pylist([correction], schema=CORRECTIONS.schema), Batch("fixture", 0))
     late = {"trade_id": "t7-abcdef", "event_time": datetime(2026, 3, 2, 9, 5, tzinfo=UTC),
             "window_start": datetime(2026, 3, 2, 9, 0, tzinfo=UTC), "window_end": start,
             "watermark": datetime(2026, 3, 2, 10, 0, tzinfo=UTC), "late_by_seconds": 3300.0, "side": "SELL",
             "amount": 10000.0, "topic": "trades", "partition": 0, "offset": 9, "detected_at": at}
-    publish(data_dir / LATE_TRADES_TABLE, pa.Table.from_pylist([late], schema=LATE_TRADES_SCHEMA),
-            ("trade_id",), "fixture", 0)
+    Lake(data_dir).publish(LATE_TRADES, pa.Table.from_pylist([late], schema=LATE_TRADES.schema), Batch("fixture", 0))
 
 
 def test_callbacks_mark_corrections_list_too_late_trades_and_draw_the_watermark(tmp_path):
@@ -221,8 +222,8 @@ def test_late_trade_knobs_are_validated_with_a_message(late, beyond, minutes, be
 
 
 def test_late_trade_controls_on_the_page_change_the_running_simulator(broker, tmp_path):
-    from streaming.producer import TradeSimulator
-    from streaming.settings import Simulation
+    from streaming.config import Simulation
+    from streaming.simulation.simulator import TradeSimulator
 
     simulator = TradeSimulator({"bootstrap.servers": broker.bootstrap_servers}, "unused", Simulation(),
                                timedelta(minutes=15), timedelta(minutes=30),
@@ -324,7 +325,6 @@ def test_day_picker_shows_an_earlier_trading_day(tmp_path):
 
 
 def test_drill_down_by_channel_and_symbol_recomputes_windows_from_silver(tmp_path):
-    from streaming.silver import SILVER_SCHEMA, SILVER_TABLE
 
     write_gold(tmp_path, WINDOWS)
     now = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)
@@ -334,7 +334,7 @@ def test_drill_down_by_channel_and_symbol_recomputes_windows_from_silver(tmp_pat
              "amount": amount, "channel": channel, "event_time": datetime(2026, 3, 2, 9, int(hm[3:]), tzinfo=UTC),
              "topic": "trades", "partition": 0, "offset": i, "kafka_timestamp": now, "ingested_at": now}
             for i, (t, sym, side, amount, channel, hm) in enumerate(trades)]
-    publish(tmp_path / SILVER_TABLE, pa.Table.from_pylist(rows, schema=SILVER_SCHEMA), ("trade_id",), "fixture", 0)
+    Lake(tmp_path).publish(SILVER, pa.Table.from_pylist(rows, schema=SILVER.schema), Batch("fixture", 0))
     client = create_app(tmp_path).server.test_client()
 
     mobile = store_snapshot(client, channel="mobile")
@@ -351,9 +351,9 @@ def test_drill_down_by_channel_and_symbol_recomputes_windows_from_silver(tmp_pat
 def test_a_backfilled_too_late_trade_no_longer_counts_as_too_late(tmp_path):
     write_gold(tmp_path, WINDOWS)
     write_corrections_and_late_trades(tmp_path)
-    gold = TableReader(tmp_path / GOLD_TABLE, GOLD_COLUMNS).read()
-    corrections = TableReader(tmp_path / CORRECTIONS_TABLE, CORRECTION_COLUMNS).read()
-    late_trades = TableReader(tmp_path / LATE_TRADES_TABLE, LATE_TRADE_COLUMNS).read()
+    gold = TableReader(Lake(tmp_path), GOLD, GOLD_COLUMNS).read()
+    corrections = TableReader(Lake(tmp_path), CORRECTIONS, CORRECTION_COLUMNS).read()
+    late_trades = TableReader(Lake(tmp_path), LATE_TRADES, LATE_TRADE_COLUMNS).read()
     assert snapshot_from(gold, corrections, late_trades)["counters"]["too_late"] == 1
 
     backfilled = late_trades.assign(backfilled_at=pd.Timestamp("2026-11-22T11:00:00Z"))
@@ -365,9 +365,9 @@ def test_a_backfilled_too_late_trade_no_longer_counts_as_too_late(tmp_path):
 def test_a_drill_down_shows_no_correction_markers_or_ghosts_of_the_streaming_totals(tmp_path):
     write_gold(tmp_path, [("09:00", 1000.0, 400.0, 3), ("09:15", 230.0, 700.0, 3)])
     write_corrections_and_late_trades(tmp_path)
-    gold = TableReader(tmp_path / GOLD_TABLE, GOLD_COLUMNS).read()
-    corrections = TableReader(tmp_path / CORRECTIONS_TABLE, CORRECTION_COLUMNS).read()
-    trades = pd.DataFrame({"side": ["BUY"], "amount": [10.0],
+    gold = TableReader(Lake(tmp_path), GOLD, GOLD_COLUMNS).read()
+    corrections = TableReader(Lake(tmp_path), CORRECTIONS, CORRECTION_COLUMNS).read()
+    trades = pd.DataFrame({"trade_id": ["m9"], "side": ["BUY"], "amount": [10.0],
                            "event_time": [pd.Timestamp("2026-03-02T09:16:00Z")]})
     drill = silver_windows(trades, pd.Timedelta(minutes=15))
     snapshot = snapshot_from(gold, corrections, None, None, drill)

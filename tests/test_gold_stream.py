@@ -7,23 +7,21 @@ gold/trade_summary exactly. Window 15 minutes, watermark 30 minutes.
 import pytest
 from deltalake import DeltaTable
 
-from streaming.corrections import CORRECTIONS_TABLE
-from streaming.gold import GOLD_TABLE
-from streaming.lateness import BATCH_WATERMARKS_TABLE, LATE_TRADES_TABLE, too_late_trades
-from streaming.silver import SILVER_TABLE
+from streaming.config import Settings
+from streaming.lake.tables import BATCH_WATERMARKS, CORRECTIONS, GOLD, LATE_TRADES, SILVER
+from streaming.lateness import too_late_trades
 from streaming.pipeline import Pipeline
-from streaming.settings import Settings
 from tests.conftest import process, trade
 
 DAY = "2026-03-02T"
 
 
 def table(settings, name):
-    return DeltaTable(str(settings.table_path(name))).to_pandas()
+    return DeltaTable(str((settings.data_dir / name))).to_pandas()
 
 
 def gold_rows(settings):
-    frame = DeltaTable(str(settings.table_path(GOLD_TABLE))).to_pandas()
+    frame = DeltaTable(str((settings.data_dir / GOLD.name))).to_pandas()
     return {row.window_start.strftime("%H:%M"): (round(row.buy_amount, 2), round(row.sell_amount, 2),
                                                  round(row.settlement_amount, 2), row.trade_count)
             for row in frame.itertuples()}
@@ -60,13 +58,13 @@ def test_gold_is_exact_through_late_trades_too_late_trades_and_a_restart(spark, 
             "09:30": (0.0, 20.0, -20.0, 1),
         }
 
-        assert table(settings, CORRECTIONS_TABLE).empty  # first reports are not corrections
+        assert table(settings, CORRECTIONS.name).empty  # first reports are not corrections
 
         # Iteration 2: a late trade inside the watermark (max 09:31 -> watermark 09:01) corrects 09:15.
         writer.send(trade("t5", "BUY", 3, 10.0, DAY + "09:20:00Z"))
         process(pipeline)
         assert gold_rows(settings)["09:15"] == (80.0, 0.0, 80.0, 2)
-        corrections = table(settings, CORRECTIONS_TABLE)
+        corrections = table(settings, CORRECTIONS.name)
         assert len(corrections) == 1
         c = corrections.iloc[0]
         assert c.window_start.strftime("%H:%M") == "09:15"
@@ -91,18 +89,18 @@ def test_gold_is_exact_through_late_trades_too_late_trades_and_a_restart(spark, 
             "10:30": (1.0, 0.0, 1.0, 1),
         }
         # 10:00 was past (event time had reached 10:30) when t8 arrived: a correction from 0.
-        corrections = table(settings, CORRECTIONS_TABLE).sort_values("window_start")
+        corrections = table(settings, CORRECTIONS.name).sort_values("window_start")
         assert [w.strftime("%H:%M") for w in corrections["window_start"]] == ["09:15", "10:00"]
         assert tuple(corrections.iloc[1][["sell_amount_before", "sell_amount_after", "late_trades"]]) == (0.0, 7.0, 1)
         # The too-late trade is listed, with its window and the watermark it missed, and is nowhere in gold.
-        late_trades = table(settings, LATE_TRADES_TABLE)
+        late_trades = table(settings, LATE_TRADES.name)
         assert list(late_trades["trade_id"]) == ["t7"]
         lt = late_trades.iloc[0]
         assert lt.window_start.strftime("%H:%M") == "09:00" and lt.late_by_seconds == 55 * 60
         assert lt.watermark.isoformat() == "2026-03-02T10:00:00+00:00"
         # Exactly the trade left out is derivable as too late, with the watermark it missed.
-        silver = DeltaTable(str(settings.table_path(SILVER_TABLE))).to_pandas()
-        ledger = DeltaTable(str(settings.table_path(BATCH_WATERMARKS_TABLE))).to_pandas()
+        silver = DeltaTable(str((settings.data_dir / SILVER.name))).to_pandas()
+        ledger = DeltaTable(str((settings.data_dir / BATCH_WATERMARKS.name))).to_pandas()
         late = too_late_trades(silver, ledger)
         assert list(late["trade_id"]) == ["t7"]
         assert late["watermark"].iloc[0].isoformat() == "2026-03-02T10:00:00+00:00"
@@ -116,7 +114,7 @@ def test_gold_is_exact_through_late_trades_too_late_trades_and_a_restart(spark, 
     last = max(int(p.name) for p in commits.iterdir() if p.name.isdigit())
     for name in (str(last), f".{last}.crc"):
         (commits / name).unlink(missing_ok=True)
-    corrections_before = len(table(settings, CORRECTIONS_TABLE))
+    corrections_before = len(table(settings, CORRECTIONS.name))
     pipeline = start(spark, settings)
     try:
         writer.send(trade("t9", "BUY", 2, 1.0, DAY + "10:31:00Z"),
@@ -124,10 +122,10 @@ def test_gold_is_exact_through_late_trades_too_late_trades_and_a_restart(spark, 
         process(pipeline)
         rows = gold_rows(settings)
         assert rows["10:30"] == (3.0, 0.0, 3.0, 2)
-        assert len(table(settings, CORRECTIONS_TABLE)) == corrections_before
-        assert list(table(settings, LATE_TRADES_TABLE)["trade_id"]) == ["t7"]
+        assert len(table(settings, CORRECTIONS.name)) == corrections_before
+        assert list(table(settings, LATE_TRADES.name)["trade_id"]) == ["t7"]
         assert rows["09:00"] == (1000.0, 500.0, 500.0, 2)
-        revisions = DeltaTable(str(settings.table_path(GOLD_TABLE))).to_pandas().set_index("window_start")
+        revisions = DeltaTable(str((settings.data_dir / GOLD.name))).to_pandas().set_index("window_start")
         assert revisions["revision"].min() >= 1
     finally:
         pipeline.stop()
@@ -148,6 +146,6 @@ def test_a_batch_judges_late_trades_by_the_previous_batch_watermark(spark, write
     finally:
         pipeline.stop()
     assert gold_rows(settings)["09:00"] == (110.0, 0.0, 110.0, 2)
-    late = table(settings, LATE_TRADES_TABLE)
+    late = table(settings, LATE_TRADES.name)
     assert list(late["trade_id"]) == ["t8"]
     assert late["watermark"].iloc[0].isoformat() == "2026-03-02T10:00:00+00:00"

@@ -7,11 +7,11 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from streaming.kafka_admin import ensure_topic
-from streaming.kafka_sink import KafkaSinkError, SinkOptions, check_schema
-from streaming.kafka_source import SOURCE_NAME
+from streaming.kafka.admin import ensure_topic
+from streaming.kafka.datasource import SOURCE_NAME
+from streaming.kafka.options import KafkaSinkError, SinkOptions
+from streaming.kafka.writer import check_schema
 from tests.conftest import read_topic
-
 
 HEADERS = T.ArrayType(T.StructType([T.StructField("key", T.StringType()), T.StructField("value", T.BinaryType())]))
 

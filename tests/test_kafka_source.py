@@ -7,10 +7,10 @@ import uuid
 import pytest
 from confluent_kafka.admin import NewPartitions
 
-from streaming.kafka_admin import admin_client
-from streaming.kafka_source import (
-    SOURCE_NAME, KafkaSourceError, KafkaStreamReader, SourceOptions, cap_offsets, parse_starting_offsets,
-)
+from streaming.kafka.clients import admin as admin_client
+from streaming.kafka.datasource import SOURCE_NAME
+from streaming.kafka.options import KafkaSourceError, SourceOptions, parse_starting_offsets
+from streaming.kafka.reader import KafkaStreamReader, cap_offsets
 from tests.conftest import TopicWriter, free_port, wait_for
 
 
@@ -119,7 +119,7 @@ def test_partitions_added_later_are_read_from_their_start(spark, broker, writer,
 
 
 def test_batches_of_many_partitions_are_read_in_one_wave_of_tasks():
-    from streaming.kafka_source import KafkaPartitionRange, group_ranges
+    from streaming.kafka.reader import KafkaPartitionRange, group_ranges
 
     ranges = [KafkaPartitionRange("t", p, 0, n) for p, n in enumerate((100, 50, 60, 10))]
     groups = group_ranges(ranges, 2, min_records_per_task=100)
@@ -128,7 +128,7 @@ def test_batches_of_many_partitions_are_read_in_one_wave_of_tasks():
 
 
 def test_a_small_batch_is_read_by_one_task():
-    from streaming.kafka_source import KafkaPartitionRange, group_ranges
+    from streaming.kafka.reader import KafkaPartitionRange, group_ranges
 
     ranges = [KafkaPartitionRange("t", p, 0, n) for p, n in enumerate((400, 350, 300))]
     assert [len(g.ranges) for g in group_ranges(ranges, 2)] == [3]

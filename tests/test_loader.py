@@ -9,14 +9,20 @@ import time
 import pytest
 from deltalake import DeltaTable
 
-from streaming.gold import GOLD_TABLE
+from streaming.config import LoadSettings, Settings, UsageError
+from streaming.lake.tables import GOLD, QUARANTINE, SILVER
 from streaming.loader import (
-    CORRUPT_COLUMN, TRADE_FILE_SCHEMA, batch_counts, check_filter, describe_counts, short_error,
-    start_load_query, to_kafka_records,
+    CORRUPT_COLUMN,
+    TRADE_FILE_SCHEMA,
+    batch_counts,
+    check_filter,
+    describe_counts,
+    short_error,
+    start_load_query,
+    to_kafka_records,
 )
-from streaming.sample_day import DEFAULT_DIR as SAMPLE_DAY, summary, trading_day
-from streaming.settings import LoadSettings, Settings, UsageError
-from streaming.silver import QUARANTINE_TABLE, SILVER_TABLE
+from streaming.simulation.sample_day import DEFAULT_DIR as SAMPLE_DAY
+from streaming.simulation.sample_day import summary, trading_day
 from tests.conftest import count_since, read_topic, run_once, trade
 from tests.helpers_process import RunPy
 
@@ -149,15 +155,15 @@ def test_seed_iterations_send_exact_running_counts_once_each_and_gold_is_exact(s
 
     pipeline = Settings(data_dir=data, bootstrap_servers=broker.bootstrap_servers, topic=topic)
     run_once(spark, pipeline)
-    gold = DeltaTable(str(pipeline.table_path(GOLD_TABLE))).to_pandas().sort_values("window_start")
+    gold = DeltaTable(str((pipeline.data_dir / GOLD.name))).to_pandas().sort_values("window_start")
     assert [w.strftime("%H:%M") for w in gold["window_start"]] == ["09:00", "09:15", "09:30"]
     assert list(gold["buy_amount"]) == [20.0, 4.5, 20.0]
     assert list(gold["sell_amount"]) == [10.0, 6.0, 0.0]
     assert list(gold["settlement_amount"]) == [10.0, -1.5, 20.0]
     assert list(gold["trade_count"]) == [2, 2, 2]
-    silver = DeltaTable(str(pipeline.table_path(SILVER_TABLE))).to_pandas()
+    silver = DeltaTable(str((pipeline.data_dir / SILVER.name))).to_pandas()
     assert sorted(silver["trade_id"]) == ["a1", "a3", "b1", "c1", "c2", "c3"]
-    reasons = sorted(DeltaTable(str(pipeline.table_path(QUARANTINE_TABLE))).to_pandas()["reason"])
+    reasons = sorted(DeltaTable(str((pipeline.data_dir / QUARANTINE.name))).to_pandas()["reason"])
     assert len(reasons) == 2
     assert "quantity must be a positive integer, got ten" in reasons[0]
     assert "not a JSON object" in reasons[1]

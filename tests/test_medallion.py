@@ -6,10 +6,8 @@ import json
 import pytest
 from deltalake import DeltaTable
 
-from streaming.bronze import BRONZE_TABLE
-from streaming.gold import GOLD_TABLE
-from streaming.settings import Settings
-from streaming.silver import QUARANTINE_TABLE, SILVER_TABLE
+from streaming.config import Settings
+from streaming.lake.tables import BRONZE, GOLD, QUARANTINE, SILVER
 from tests.conftest import run_once, trade
 from tests.test_silver_parse import BAD
 
@@ -17,7 +15,7 @@ DAY = "2026-03-02T"
 
 
 def table(settings, name):
-    return DeltaTable(str(settings.table_path(name))).to_pandas()
+    return DeltaTable(str((settings.data_dir / name))).to_pandas()
 
 
 @pytest.fixture
@@ -40,9 +38,9 @@ def test_bad_records_are_quarantined_with_reasons_while_good_ones_flow_and_gold_
     writer.producer.flush(10)
     run_once(spark, settings)
 
-    bronze = table(settings, BRONZE_TABLE)
-    quarantine = table(settings, QUARANTINE_TABLE)
-    silver = table(settings, SILVER_TABLE)
+    bronze = table(settings, BRONZE.name)
+    quarantine = table(settings, QUARANTINE.name)
+    silver = table(settings, SILVER.name)
     assert len(bronze) == len(corpus) + 4
     assert bronze[["partition", "offset"]].duplicated().sum() == 0
     assert sorted(silver["trade_id"]) == ["g1", "g2"]
@@ -54,21 +52,21 @@ def test_bad_records_are_quarantined_with_reasons_while_good_ones_flow_and_gold_
         value = raw(value) or b""
         reasons = quarantine[quarantine["value"].apply(lambda v: (v or b"") == value)]["reason"]
         assert any(expected in r for r in reasons), (kind, list(reasons))
-    gold = table(settings, GOLD_TABLE).sort_values("window_start")
+    gold = table(settings, GOLD.name).sort_values("window_start")
     assert list(gold["buy_amount"]) == [20.0, 0.0] and list(gold["sell_amount"]) == [0.0, 5.0]
 
 
 def test_rerunning_the_same_offsets_with_a_fresh_checkpoint_adds_nothing(spark, writer, settings):
     writer.send(*[trade(f"r{i}", "BUY", 1, 1.0, DAY + f"09:{i:02d}:00Z") for i in range(30)])
     run_once(spark, settings)
-    assert len(table(settings, BRONZE_TABLE)) == 30
+    assert len(table(settings, BRONZE.name)) == 30
     run_once(spark, settings)  # restart on the checkpoint: nothing new
-    assert len(table(settings, BRONZE_TABLE)) == 30
+    assert len(table(settings, BRONZE.name)) == 30
     # rewind: a fresh checkpoint reads the same 30 offsets again
     (settings.checkpoint_dir).rename(settings.data_dir / "old-checkpoints")
     run_once(spark, settings)
-    assert len(table(settings, BRONZE_TABLE)) == 30
-    assert len(table(settings, SILVER_TABLE)) == 30
+    assert len(table(settings, BRONZE.name)) == 30
+    assert len(table(settings, SILVER.name)) == 30
 
 
 def test_a_trade_delivered_twice_is_one_silver_row_and_counted_once(spark, writer, settings):
@@ -77,8 +75,8 @@ def test_a_trade_delivered_twice_is_one_silver_row_and_counted_once(spark, write
     run_once(spark, settings)
     writer.send({**first, "channel": "web"})  # the redelivery, in a later batch
     run_once(spark, settings)
-    silver = table(settings, SILVER_TABLE)
+    silver = table(settings, SILVER.name)
     assert len(silver[silver["trade_id"] == "d1"]) == 1
     assert silver.set_index("trade_id").loc["d1", "channel"] == "mobile"  # the first copy wins
-    gold = table(settings, GOLD_TABLE)
+    gold = table(settings, GOLD.name)
     assert list(gold["buy_amount"]) == [30.0] and list(gold["trade_count"]) == [2]

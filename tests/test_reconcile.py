@@ -10,12 +10,10 @@ from deltalake import DeltaTable
 
 from dashboard import ids
 from dashboard.app import create_app
-from streaming.corrections import CORRECTIONS_TABLE
-from streaming.gold import GOLD_TABLE
-from streaming.lateness import LATE_TRADES_TABLE
+from streaming.config import Settings
+from streaming.lake.tables import CORRECTIONS, GOLD, LATE_TRADES
 from streaming.pipeline import Pipeline
 from streaming.reconcile import BACKFILL_QUERY_ID, Reconciler, compare
-from streaming.settings import Settings
 from tests.conftest import process, trade
 from tests.dash_client import call, store_snapshot
 
@@ -27,7 +25,7 @@ def by_window(frame: pd.DataFrame) -> dict:
 
 
 def gold_row(settings, hhmm):
-    frame = DeltaTable(str(settings.table_path(GOLD_TABLE))).to_pandas()
+    frame = DeltaTable(str((settings.data_dir / GOLD.name))).to_pandas()
     return by_window(frame)[hhmm]
 
 
@@ -89,7 +87,7 @@ def test_reconciliation_explains_too_late_trades_and_backfill_is_recorded_once(s
         assert [s[11:16] for s in report.still_open] == ["10:00"]
         row = gold_row(settings, "09:00")
         assert (row.buy_amount, row.sell_amount, row.settlement_amount, row.trade_count) == (1200.0, 30.0, 1170.0, 3)
-        corrections = DeltaTable(str(settings.table_path(CORRECTIONS_TABLE))).to_pandas()
+        corrections = DeltaTable(str((settings.data_dir / CORRECTIONS.name))).to_pandas()
         backfills = corrections[corrections["query_id"] == BACKFILL_QUERY_ID]
         assert len(backfills) == 1
         c = backfills.iloc[0]
@@ -105,11 +103,11 @@ def test_reconciliation_explains_too_late_trades_and_backfill_is_recorded_once(s
         assert "Already matching silver: 09:00." in again[ids.RECONCILE_MESSAGE]["children"]
         writer.send(trade("t5", "BUY", 1, 5.0, DAY + "10:40:00Z"))
         process(pipeline)
-        corrections = DeltaTable(str(settings.table_path(CORRECTIONS_TABLE))).to_pandas()
+        corrections = DeltaTable(str((settings.data_dir / CORRECTIONS.name))).to_pandas()
         assert (corrections["query_id"] == BACKFILL_QUERY_ID).sum() == 1
         row = gold_row(settings, "09:00")
         assert (row.buy_amount, row.sell_amount, row.trade_count) == (1200.0, 30.0, 3)
-        late = DeltaTable(str(settings.table_path(LATE_TRADES_TABLE))).to_pandas().set_index("trade_id")
+        late = DeltaTable(str((settings.data_dir / LATE_TRADES.name))).to_pandas().set_index("trade_id")
         assert late.loc["late-buy", "backfilled_at"] is not pd.NaT and pd.isna(late.loc["late-open", "backfilled_at"])
 
         # Iteration 3: one more too-late trade for 09:00: the difference is that trade alone.

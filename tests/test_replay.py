@@ -4,27 +4,26 @@ import time
 from datetime import datetime, timezone
 
 import pandas as pd
+import pyarrow as pa
 from deltalake import DeltaTable
 
-from streaming.bronze import BRONZE_TABLE
-from streaming.gold import GOLD_TABLE
+from streaming.config import Settings
+from streaming.lake.tables import BRONZE, GOLD, SILVER
 from streaming.pipeline import Pipeline
 from streaming.replay import baseline_from_silver
-from streaming.settings import Settings
-from streaming.silver import SILVER_TABLE
 from tests.conftest import process, run_once, trade
 
 DAY = "2026-03-02T"
 
 
 def gold_rows(settings):
-    frame = DeltaTable(str(settings.table_path(GOLD_TABLE))).to_pandas()
+    frame = DeltaTable(str((settings.data_dir / GOLD.name))).to_pandas()
     return {r.window_start.strftime("%H:%M"): (round(r.buy_amount, 2), round(r.sell_amount, 2), r.trade_count)
             for r in frame.itertuples()}
 
 
 def count(settings, table):
-    return len(DeltaTable(str(settings.table_path(table))).to_pandas())
+    return len(DeltaTable(str((settings.data_dir / table))).to_pandas())
 
 
 def test_baseline_sums_each_trade_before_the_replay_time_once():
@@ -35,7 +34,8 @@ def test_baseline_sums_each_trade_before_the_replay_time_once():
         "kafka_timestamp": pd.to_datetime(["2026-03-02 10:00", "2026-03-02 10:00", "2026-03-02 10:00",
                                            "2026-03-02 12:00"], utc=True),
     })
-    base = baseline_from_silver(silver, datetime(2026, 3, 2, 11, tzinfo=timezone.utc), pd.Timedelta("15min"))
+    base = baseline_from_silver(pa.Table.from_pandas(silver), datetime(2026, 3, 2, 11, tzinfo=timezone.utc),
+                                pd.Timedelta("15min"))
     assert sorted(base.skip_trade_ids) == ["a", "b"]
     assert base.windows == {pd.Timestamp("2026-03-02 09:00", tz="UTC"): (10.0, 0.0, 1),
                             pd.Timestamp("2026-03-02 09:15", tz="UTC"): (0.0, 4.0, 1)}
@@ -68,7 +68,7 @@ def test_replay_from_a_time_rebuilds_gold_without_partial_or_double_counts(spark
     replay = settings.replace(replay_from=replay_time)
     run_once(spark, replay)
     assert gold_rows(settings) == expected
-    assert count(settings, BRONZE_TABLE) == 10 and count(settings, SILVER_TABLE) == 8
+    assert count(settings, BRONZE.name) == 10 and count(settings, SILVER.name) == 8
     assert list((settings.data_dir / "checkpoints.replaced").iterdir()), "old checkpoints are kept aside"
 
     # Stopped and restarted half way: the replay's checkpoints resume with the same baseline.

@@ -7,9 +7,9 @@ import urllib.request
 import pytest
 from deltalake import DeltaTable
 
-from streaming.bench import child_pids
-from streaming.broker import EmbeddedBroker
-from streaming.kafka_admin import wait_until_reachable
+from bench.__main__ import child_pids
+from streaming.kafka.admin import wait_until_reachable
+from streaming.kafka.broker import EmbeddedBroker
 from tests.conftest import TopicWriter, free_port, trade, wait_for
 from tests.helpers_process import RunPy
 

@@ -3,9 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from streaming.settings import (
-    UsageError, parse_duration, parse_instant, parse_kafka_properties, parse_load_settings, parse_settings, redact,
-)
+from streaming.cli import parse_load_settings, parse_settings
+from streaming.config import UsageError, parse_duration, parse_instant, parse_kafka_properties, redact
 
 
 def test_defaults_match_the_product_contract():
@@ -15,7 +14,7 @@ def test_defaults_match_the_product_contract():
     assert s.producer_enabled and s.dashboard_enabled
     assert (s.host, s.port) == ("127.0.0.1", 8050)
     assert s.window == timedelta(minutes=15) and s.watermark == timedelta(minutes=30)
-    assert s.table_path("gold/trade_summary") == Path("data/gold/trade_summary")
+    assert (s.data_dir / "gold/trade_summary") == Path("data/gold/trade_summary")
 
 
 def test_every_contract_flag_is_parsed():

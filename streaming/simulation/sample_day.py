@@ -16,7 +16,7 @@ from collections import Counter
 from datetime import date, datetime, time, timedelta, timezone
 from pathlib import Path
 
-from streaming.producer import SYMBOLS, make_trade
+from streaming.simulation.market import SYMBOLS, make_trade
 
 DAY = date(2026, 3, 2)
 SEED = 20260302

@@ -36,12 +36,13 @@ from pathlib import Path
 import pyarrow as pa
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from streaming.broker import EmbeddedBroker, port_is_free
-from streaming.health import EndOffsets
-from streaming.kafka_admin import ensure_topic, wait_until_reachable
-from streaming.kafka_source import MAX_RESPONSE_BYTES
-from streaming.producer import SYMBOLS, make_trade, market_open_on
-from streaming.settings import Settings, add_spark_conf_argument, format_duration
+from streaming.cli import add_spark_conf_argument
+from streaming.config import Settings, format_duration
+from streaming.kafka.clients import EndOffsets
+from streaming.kafka.admin import ensure_topic, wait_until_reachable
+from streaming.kafka.broker import EmbeddedBroker, port_is_free
+from streaming.kafka.reader import MAX_RESPONSE_BYTES
+from streaming.simulation.market import SYMBOLS, make_trade, market_open_on
 
 log = logging.getLogger("bench")
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -714,7 +715,7 @@ def phase(name: str, memory: MemorySampler, results: Results):
 def drop_topic(bootstrap: str, topic: str) -> None:
     """The broker snapshots all it holds every few seconds: a million trades it no longer
     needs would cost CPU through the later phases."""
-    from streaming.kafka_admin import admin_client
+    from streaming.kafka.clients import admin as admin_client
 
     admin = admin_client({"bootstrap.servers": bootstrap})  # kept alive until the deletion is answered
     try:

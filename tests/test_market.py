@@ -1,8 +1,13 @@
 import random
 from datetime import date, datetime, timedelta, timezone
 
-from streaming.producer import (
-    SYMBOLS, MarketClock, late_delay, make_trade, next_trading_moment, resume_market_time,
+from streaming.simulation.market import (
+    SYMBOLS,
+    MarketClock,
+    late_delay,
+    make_trade,
+    next_trading_moment,
+    resume_market_time,
 )
 
 UTC = timezone.utc

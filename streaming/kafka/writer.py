@@ -30,14 +30,13 @@ sent a second time, so consumers must tolerate duplicates (the pipeline deduplic
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Mapping
 
 from pyspark.sql import types as T
 from pyspark.sql.datasource import WriterCommitMessage
 
-from streaming.kafka_source import kafka_client_options
+from streaming.kafka.options import KafkaSinkError, SinkOptions
 
 try:  # Spark >= 4.1: tasks receive Arrow record batches instead of one Python Row per record
     from pyspark.sql.datasource import DataSourceStreamArrowWriter as _StreamWriterBase
@@ -45,15 +44,6 @@ except ImportError:  # pragma: no cover - Spark 4.0
     from pyspark.sql.datasource import DataSourceStreamWriter as _StreamWriterBase
 
 HEADERS_TYPE = "array<struct<key: string, value: binary>>"
-# Our defaults; a `kafka.*` option overrides them (e.g. a cluster without idempotent-write ACLs).
-PRODUCER_DEFAULTS = {"enable.idempotence": "true", "acks": "all", "linger.ms": "5"}
-LIBRDKAFKA_DELIVERY_TIMEOUT_MS = 300_000
-# flush() waits for every delivery report; librdkafka reports a failure by its delivery timeout.
-FLUSH_MARGIN_S = 30
-
-
-class KafkaSinkError(RuntimeError):
-    pass
 
 
 def _is_string_or_binary(data_type: T.DataType) -> bool:
@@ -96,26 +86,6 @@ def check_schema(schema: T.StructType, topic_option: str | None) -> None:
                                  f"got {columns[name].simpleString()} (it needs {REQUIRED_COLUMNS_TEXT})")
     if topic_option is None and "topic" not in columns:
         raise KafkaSinkError("the Kafka sink needs a topic: set the 'topic' option or add a 'topic' column")
-
-
-@dataclass(frozen=True)
-class SinkOptions:
-    client: Mapping[str, str]
-    topic: str | None
-
-    @classmethod
-    def parse(cls, options: Mapping[str, str]) -> "SinkOptions":
-        opts = {str(k): str(v) for k, v in options.items()}
-        topic = {k.lower(): v for k, v in opts.items()}.get("topic")
-        return cls(client=kafka_client_options(opts, KafkaSinkError), topic=topic.strip() if topic else None)
-
-    def producer_config(self) -> dict:
-        return {**PRODUCER_DEFAULTS, **self.client, "logger": logging.getLogger("streaming.librdkafka")}
-
-    @property
-    def flush_timeout_s(self) -> float:
-        timeout_ms = self.client.get("delivery.timeout.ms", self.client.get("message.timeout.ms"))
-        return int(timeout_ms or LIBRDKAFKA_DELIVERY_TIMEOUT_MS) / 1000 + FLUSH_MARGIN_S
 
 
 @dataclass

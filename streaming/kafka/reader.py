@@ -2,19 +2,7 @@
 
 Spark's own `format("kafka")` needs a connector jar that cannot be installed here, so this
 source mirrors it: the same columns (key, value, topic, partition, offset, timestamp,
-timestampType) and the same option names:
-
-    kafka.bootstrap.servers   required
-    subscribe                 comma-separated topics
-    startingOffsets           "earliest" | "latest" | '{"trades": {"0": 42, "1": -2}}'
-                              (-2 = earliest, -1 = latest, as in Spark)
-    startingTimestamp         milliseconds since the epoch; wins over startingOffsets
-    maxOffsetsPerTrigger      records per micro-batch, spread over partitions
-    kafkaConsumer.pollTimeoutMs  how long to wait for Kafka before failing (default 120000)
-    maxTasks                  at most this many tasks per micro-batch, and one per 20,000 records,
-                              partitions grouped by size (ours, not Spark's: a Python task has a fixed
-                              cost; default: one task per partition)
-    kafka.*                   passed to the confluent-kafka (librdkafka) client
+timestampType) and the same option names (options.py lists them).
 
 Offsets are {topic: {partition: next offset to read}} dicts that Spark keeps in the query
 checkpoint, so a restart resumes exactly where the last committed batch ended.
@@ -23,20 +11,17 @@ The driver never subscribes: it asks for watermark offsets, and each task assign
 partition, reads a known offset range and closes its consumer. No consumer sits idle in
 a poll loop (the embedded broker has no fetch long-poll, so an idle one would spin).
 
-The same format("pykafka") also writes a stream to Kafka: see kafka_sink.py.
+The same format("pykafka") also writes a stream to Kafka: see writer.py and datasource.py.
 """
 
 from __future__ import annotations
 
 import ctypes
-import json
 import logging
 import time
-import uuid
-from dataclasses import dataclass
 from typing import Iterator, Mapping
 
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 try:  # Spark >= 4.2: read limits and Trigger.AvailableNow support
     from pyspark.sql.streaming.datasource import (
@@ -51,80 +36,15 @@ except ImportError:  # pragma: no cover - older Spark
     class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
         pass
 
+from streaming.kafka import clients
+from streaming.kafka.options import EARLIEST, LATEST, KafkaSourceError, SourceOptions, parse_starting_offsets
+
 log = logging.getLogger(__name__)
 
-SOURCE_NAME = "pykafka"
-KAFKA_SCHEMA = (
-    "key binary, value binary, topic string, partition int, offset long, "
-    "timestamp timestamp, timestampType int"
-)
-EARLIEST, LATEST = -2, -1
-# A task that sees no record for this long while offsets remain declares the broker gone.
-DEFAULT_READ_TIMEOUT_MS = 120_000
 RECORDS_PER_ARROW_BATCH = 20_000
 MIN_RECORDS_PER_TASK = 20_000  # with maxTasks: a smaller batch is read by fewer tasks
 MAX_RESPONSE_BYTES = 2_147_483_647  # librdkafka's upper bound for receive.message.max.bytes
 TRIM_AFTER_RECORDS = 10_000  # a read at least this large gives its freed memory back to the OS
-
-
-class KafkaSourceError(RuntimeError):
-    pass
-
-
-@dataclass(frozen=True)
-class SourceOptions:
-    client: Mapping[str, str]
-    topics: tuple[str, ...]
-    starting_offsets: str = "earliest"
-    starting_timestamp: int | None = None
-    max_offsets_per_trigger: int | None = None
-    read_timeout_ms: int = DEFAULT_READ_TIMEOUT_MS
-    max_tasks: int | None = None
-
-    @classmethod
-    def parse(cls, options: Mapping[str, str]) -> "SourceOptions":
-        opts = {str(k): str(v) for k, v in options.items()}
-        lower = {k.lower(): v for k, v in opts.items()}
-        client = kafka_client_options(opts, KafkaSourceError)
-        if "subscribe" not in lower:
-            raise KafkaSourceError("option 'subscribe' is required: a comma-separated list of topics")
-        topics = tuple(t.strip() for t in lower["subscribe"].split(",") if t.strip())
-        max_offsets = lower.get("maxoffsetspertrigger")
-        timestamp = lower.get("startingtimestamp")
-        max_tasks = lower.get("maxtasks")
-        try:
-            max_offsets_value = int(max_offsets) if max_offsets else None
-            timestamp_value = int(timestamp) if timestamp else None
-            timeout = int(lower.get("kafkaconsumer.polltimeoutms", DEFAULT_READ_TIMEOUT_MS))
-            max_tasks_value = int(max_tasks) if max_tasks else None
-        except ValueError as exc:
-            raise KafkaSourceError(f"invalid numeric option: {exc}") from None
-        if max_offsets_value is not None and max_offsets_value <= 0:
-            raise KafkaSourceError("maxOffsetsPerTrigger must be positive")
-        if max_tasks_value is not None and max_tasks_value <= 0:
-            raise KafkaSourceError("maxTasks must be positive")
-        return cls(
-            client=client,
-            topics=topics,
-            starting_offsets=lower.get("startingoffsets", "latest").strip(),
-            starting_timestamp=timestamp_value,
-            max_offsets_per_trigger=max_offsets_value,
-            read_timeout_ms=timeout,
-            max_tasks=max_tasks_value,
-        )
-
-
-def kafka_client_options(options: Mapping[str, str], error: type[Exception]) -> dict[str, str]:
-    """The `kafka.*` options with the prefix stripped, for librdkafka; bootstrap servers required."""
-    client = {k[len("kafka."):]: v for k, v in options.items() if k.lower().startswith("kafka.")}
-    if "bootstrap.servers" not in client:
-        raise error("option 'kafka.bootstrap.servers' is required, e.g. 127.0.0.1:9092")
-    return client
-
-
-def spark_kafka_options(client_config: Mapping[str, str]) -> dict[str, str]:
-    """librdkafka settings -> the `kafka.*` options of format("pykafka"), for reading or writing."""
-    return {f"kafka.{key}": value for key, value in client_config.items()}
 
 
 # Offsets: {topic: {"partition": offset}}. Spark needs primitive keys, so partitions are strings.
@@ -162,22 +82,6 @@ def cap_offsets(
         shares[tp] += extra
         left -= extra
     return {tp: start.get(tp, high) + shares[tp] for tp, high in latest.items()}
-
-
-def parse_starting_offsets(text: str, topics: tuple[str, ...]) -> Offsets | str:
-    text = text.strip()
-    if text.lower() in ("earliest", "latest"):
-        return text.lower()
-    try:
-        parsed = json.loads(text)
-    except json.JSONDecodeError:
-        raise KafkaSourceError(
-            f"startingOffsets must be 'earliest', 'latest' or JSON like "
-            f'{{"{topics[0] if topics else "topic"}": {{"0": 42}}}}, got {text!r}'
-        ) from None
-    if not isinstance(parsed, dict) or not all(isinstance(v, dict) for v in parsed.values()):
-        raise KafkaSourceError(f"startingOffsets JSON must map topic -> {{partition: offset}}, got {text!r}")
-    return {t: {str(p): int(o) for p, o in parts.items()} for t, parts in parsed.items()}
 
 
 class KafkaPartitionRange(InputPartition):
@@ -218,18 +122,6 @@ def group_ranges(ranges: list[KafkaPartitionRange], max_tasks: int | None,
     return [KafkaRangeGroup(group) for group in groups if group]
 
 
-def _driver_consumer(client: Mapping[str, str]):
-    from confluent_kafka import Consumer
-
-    # Used only for metadata and watermark offsets; it never subscribes or polls.
-    return Consumer({
-        **client,
-        "group.id": f"trade-summary-source-{uuid.uuid4().hex[:8]}",
-        "enable.auto.commit": False,
-        "logger": logging.getLogger("streaming.librdkafka"),
-    })
-
-
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: SourceOptions):
         self.options = options
@@ -243,7 +135,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _client(self):
         if self._consumer is None:
-            self._consumer = _driver_consumer(self.options.client)
+            self._consumer = clients.consumer(self.options.client, "source")  # metadata and offsets only
         return self._consumer
 
     def _topic_partitions(self) -> list[tuple[str, int]]:
@@ -366,19 +258,17 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 def read_range(options: SourceOptions, part: KafkaPartitionRange) -> Iterator:
     """Read [from_offset, until_offset) of one partition as Arrow record batches."""
     import pyarrow as pa
-    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+    from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-    consumer = Consumer({
+    consumer = clients.consumer({
         "max.partition.fetch.bytes": 8 * 1024 * 1024,  # bigger fetches while catching up; overridable
         # The embedded broker ignores the fetch size limits and answers with the whole log from
         # the fetch offset on: accept any response size, or a backlog over 100 MB never reads.
         "receive.message.max.bytes": MAX_RESPONSE_BYTES,
         **options.client,
-        "group.id": "trade-summary-source",
-        "enable.auto.commit": False,
+    }, "source", **{
         "auto.offset.reset": "earliest",  # offsets below the log start (retention) jump ahead
         "enable.partition.eof": True,
-        "logger": logging.getLogger("streaming.librdkafka"),
     })
     schema = pa.schema([
         ("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()), ("partition", pa.int32()),
@@ -458,23 +348,3 @@ def release_freed_memory() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):
         pass  # not glibc: nothing to do
-
-
-class KafkaDataSource(DataSource):
-    """Register with spark.dataSource.register(KafkaDataSource); read and write with
-    format("pykafka"), as Spark's format("kafka") does both."""
-
-    @classmethod
-    def name(cls) -> str:
-        return SOURCE_NAME
-
-    def schema(self) -> str:
-        return KAFKA_SCHEMA
-
-    def streamReader(self, schema) -> KafkaStreamReader:
-        return KafkaStreamReader(SourceOptions.parse(self.options))
-
-    def streamWriter(self, schema, overwrite):
-        from streaming.kafka_sink import KafkaStreamWriter  # the writing half, in its own module
-
-        return KafkaStreamWriter.create(self.options, schema)

@@ -1,218 +1,30 @@
-"""Every setting of a run, built once from the command line and the environment.
-
-`parse_settings(argv, environ)` is the only place that reads flags or environment
-variables; everything else receives the frozen `Settings` it returns.
+"""The command line: argparse parsers, the TRADE_SUMMARY_* environment overlay and usage
+errors. `parse_settings(argv, environ)` and `parse_load_settings(...)` are the only places that
+read flags or environment variables; they return the frozen settings of config.py.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import hashlib
-import re
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
 from typing import Mapping, Sequence
+
+from streaming.config import (
+    BRONZE_SILVER_TRIGGER_FACTOR,
+    CLEAN_SOURCE_MODES,
+    LoadSettings,
+    Settings,
+    Simulation,
+    UsageError,
+    parse_duration,
+    parse_instant,
+    parse_kafka_properties,
+)
 
 ENV_PREFIX = "TRADE_SUMMARY_"
 # Kafka client settings from the environment: TRADE_SUMMARY_KAFKA_SASL_PASSWORD -> sasl.password
 KAFKA_ENV_PREFIX = ENV_PREFIX + "KAFKA_"
-SECRET_KEY_PATTERN = re.compile(r"password|secret|jaas|token|key\.pem|private", re.IGNORECASE)
-
-_DURATION = re.compile(r"^\s*(\d+)\s*(second|minute|hour|day)s?\s*$", re.IGNORECASE)
-_UNIT_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
-
-
-def parse_duration(text: str) -> timedelta:
-    """'15 minutes' -> timedelta(minutes=15). Spark's interval words, singular or plural."""
-    match = _DURATION.match(str(text))
-    if not match or int(match.group(1)) <= 0:
-        raise ValueError(
-            f"invalid duration {text!r}: expected a positive number and a unit, "
-            "e.g. '15 minutes', '30 seconds', '1 hour'"
-        )
-    return timedelta(seconds=int(match.group(1)) * _UNIT_SECONDS[match.group(2).lower()])
-
-
-def format_duration(delta: timedelta) -> str:
-    """timedelta -> the interval string Spark expects ('900 seconds')."""
-    return f"{int(delta.total_seconds())} seconds"
-
-
-def parse_instant(text: str) -> datetime:
-    """An ISO-8601 time with a zone ('2026-03-02T09:00:00Z') -> aware UTC datetime."""
-    try:
-        value = datetime.fromisoformat(str(text).strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise ValueError(f"invalid time {text!r}: expected ISO-8601, e.g. 2026-03-02T09:00:00Z") from None
-    if value.tzinfo is None:
-        raise ValueError(f"time {text!r} has no zone: add 'Z' or an offset such as +01:00")
-    return value.astimezone(timezone.utc)
-
-
-def parse_kafka_properties(text: str) -> dict[str, str]:
-    """A client.properties file (key=value lines, # comments), as Confluent Cloud hands out."""
-    props: dict[str, str] = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith(("#", "!")):
-            continue
-        key, sep, value = line.partition("=")
-        if not sep:
-            key, sep, value = line.partition(":")
-        if not sep:
-            raise ValueError(f"cannot read line {line!r}: expected key=value")
-        props[key.strip()] = value.strip()
-    return props
-
-
-def redact(options: Mapping[str, str]) -> dict[str, str]:
-    """Client settings safe to print: secrets replaced by '***'."""
-    return {k: ("***" if SECRET_KEY_PATTERN.search(k) else v) for k, v in options.items()}
-
-
-@dataclass(frozen=True)
-class Simulation:
-    """Knobs of the producer simulation (all changeable at runtime from the dashboard)."""
-
-    rate: float = 20.0  # trades per wall-clock second
-    clock_speed: float = 60.0  # market seconds per wall-clock second
-    late_share: float = 0.05  # share of trades sent late
-    beyond_watermark_share: float = 0.2  # of the late ones, the share later than the watermark
-    max_lateness: timedelta | None = None  # how late the others are at most (None: 90% of the watermark)
-    max_beyond: timedelta | None = None  # how far beyond the watermark the too-late ones are at most (None: the watermark)
-    duplicate_share: float = 0.01
-    malformed_share: float = 0.0
-    seed: int | None = None
-
-
-@dataclass(frozen=True)
-class KafkaTarget:
-    """Where a command talks to Kafka: the fields and helpers every command shares."""
-
-    data_dir: Path = Path("data")
-    bootstrap_servers: str | None = None  # None: start the embedded broker
-    broker_port: int = 9092
-    topic: str = "trades"
-    topic_partitions: int = 3
-    topic_retention_ms: int = 7 * 24 * 3600 * 1000
-    kafka_options: Mapping[str, str] = field(default_factory=dict, repr=False)
-
-    @property
-    def embedded_broker(self) -> bool:
-        return self.bootstrap_servers is None
-
-    @property
-    def kafka_bootstrap(self) -> str:
-        return self.bootstrap_servers or f"127.0.0.1:{self.broker_port}"
-
-    @property
-    def broker_dir(self) -> Path:
-        return self.data_dir / "broker"
-
-    def kafka_client_config(self) -> dict[str, str]:
-        """librdkafka settings for every client of this run (producer, admin, source, sink)."""
-        return {**self.kafka_options, "bootstrap.servers": self.kafka_bootstrap}
-
-    def replace(self, **changes):
-        return dataclasses.replace(self, **changes)
-
-    def describe_kafka(self) -> str:
-        broker = f"embedded on 127.0.0.1:{self.broker_port}" if self.embedded_broker else self.bootstrap_servers
-        extra = f", client settings {redact(self.kafka_options)}" if self.kafka_options else ""
-        return f"Kafka {broker}, topic '{self.topic}'{extra}"
-
-
-BRONZE_SILVER_TRIGGER_FACTOR = 3
-
-
-@dataclass(frozen=True)
-class Settings(KafkaTarget):
-    producer_enabled: bool = True
-    dashboard_enabled: bool = True
-    host: str = "127.0.0.1"
-    port: int = 8050
-    window: timedelta = timedelta(minutes=15)
-    watermark: timedelta = timedelta(minutes=30)
-    trigger: timedelta = timedelta(seconds=1)
-    bronze_silver_trigger: timedelta | None = None  # None: BRONZE_SILVER_TRIGGER_FACTOR x trigger
-    available_now: bool = False
-    max_offsets_per_trigger: int | None = None
-    replay_from: datetime | None = None
-    master: str = "local[*]"
-    spark_conf: tuple[tuple[str, str], ...] = ()  # --conf KEY=VALUE, applied over our defaults
-    simulation: Simulation = Simulation()
-    refresh_ms: int = 2000
-    log_every_batches: int = 20  # a status line in the terminal every N gold micro-batches
-
-    @property
-    def checkpoint_dir(self) -> Path:
-        return self.data_dir / "checkpoints"
-
-    @property
-    def bronze_silver_interval(self) -> timedelta:
-        """The bronze/silver query feeds the audit tables and the too-late list, not the chart:
-        fewer, larger micro-batches cost less per trade and leave the cores to gold."""
-        return self.bronze_silver_trigger or self.trigger * BRONZE_SILVER_TRIGGER_FACTOR
-
-    def table_path(self, name: str) -> Path:
-        """name like 'gold/trade_summary' -> <data-dir>/gold/trade_summary."""
-        return self.data_dir / name
-
-    def describe(self) -> str:
-        return (
-            f"{self.describe_kafka()}; data in {self.data_dir}; "
-            f"window {format_duration(self.window)}, watermark {format_duration(self.watermark)}"
-        )
-
-
-CLEAN_SOURCE_MODES = ("off", "archive", "delete")
-
-
-@dataclass(frozen=True)
-class LoadSettings(KafkaTarget):
-    """`python run.py load`: trade files from a landing zone -> the trades topic."""
-
-    source_dir: Path = Path("landing")
-    where: str | None = None
-    key_column: str = "account_id"
-    max_files_per_trigger: int = 10
-    clean_source: str = "off"
-    archive_dir: Path | None = None
-    checkpoint: Path | None = None
-    trigger: timedelta = timedelta(seconds=5)
-    available_now: bool = False
-    master: str = "local[*]"
-    spark_conf: tuple[tuple[str, str], ...] = ()
-
-    @property
-    def checkpoint_location(self) -> Path:
-        """--checkpoint, else one per landing directory and topic, so each keeps its own list of
-        files sent. Not under <data-dir>/checkpoints: --replay-from moves that aside, and the
-        files would then be sent again."""
-        if self.checkpoint is not None:
-            return self.checkpoint
-        source = self.source_dir.resolve()
-        digest = hashlib.sha1(f"{source}\n{self.topic}".encode()).hexdigest()[:8]
-        return self.data_dir / "loader-checkpoints" / f"{source.name or 'root'}-{self.topic}-{digest}"
-
-    @property
-    def archive_location(self) -> Path:
-        return self.archive_dir or self.data_dir / "loader-archive"
-
-    def describe(self) -> str:
-        clean = {"off": "files left in place", "delete": "files deleted once sent",
-                 "archive": f"files moved to {self.archive_location} once sent"}[self.clean_source]
-        return (
-            f"loading {self.source_dir} into {self.describe_kafka()}; "
-            f"filter: {self.where or 'none'}; key: {self.key_column}; "
-            f"up to {self.max_files_per_trigger} files per batch; {clean}; checkpoint in {self.checkpoint_location}"
-        )
-
-
-class UsageError(Exception):
-    """A bad flag or environment value; run.py prints it without a traceback."""
 
 
 def _positive_int(text: str) -> int:

@@ -7,7 +7,9 @@ import time
 from typing import Mapping
 
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
+
+from streaming.kafka import clients
 
 log = logging.getLogger(__name__)
 
@@ -16,20 +18,9 @@ class KafkaUnreachable(RuntimeError):
     pass
 
 
-def admin_client(config: Mapping[str, str]) -> AdminClient:
-    return AdminClient({**config, "logger": _quiet_logger()})
-
-
-def _quiet_logger() -> logging.Logger:
-    # librdkafka logs every failed connection attempt; keep those at DEBUG.
-    quiet = logging.getLogger("streaming.librdkafka")
-    quiet.setLevel(logging.WARNING)
-    return quiet
-
-
 def wait_until_reachable(config: Mapping[str, str], timeout_s: float = 30.0) -> None:
     """Block until the cluster answers a metadata request, or raise KafkaUnreachable."""
-    admin = admin_client(config)
+    admin = clients.admin(config)
     deadline = time.monotonic() + timeout_s
     last_error: Exception | None = None
     while time.monotonic() < deadline:
@@ -48,7 +39,7 @@ def wait_until_reachable(config: Mapping[str, str], timeout_s: float = 30.0) -> 
 def ensure_topic(config: Mapping[str, str], topic: str, partitions: int, retention_ms: int,
                  topic_config: Mapping[str, str] | None = None) -> bool:
     """Create the topic if missing. Returns True if it was created."""
-    admin = admin_client(config)
+    admin = clients.admin(config)
     if topic in admin.list_topics(timeout=10).topics:
         return False
     futures = admin.create_topics(

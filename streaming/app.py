@@ -1,0 +1,337 @@
+"""The lifecycle of a command: start the parts in order, stop them in reverse, whatever happens
+in between. `App` is `python run.py` (broker, simulation, pipeline, dashboard); `Loader` is
+`python run.py load`. `main(argv)` is the entry point; a test can start an App in-process.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from datetime import datetime, timezone
+
+from streaming.cli import build_load_parser, build_parser, parse_load_settings, parse_settings
+from streaming.config import KafkaTarget, LoadSettings, Settings, UsageError
+from streaming.kafka.broker import BrokerError
+from streaming.kafka.clients import LOGGER_NAME as LIBRDKAFKA_LOGGER
+from streaming.lake.store import Lake
+
+log = logging.getLogger("trade-summary")
+
+
+class StartupError(RuntimeError):
+    """A problem the user can fix; printed without a traceback."""
+
+
+def setup_logging() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s  %(message)s", datefmt="%H:%M:%S")
+    for noisy in ("py4j", "werkzeug", LIBRDKAFKA_LOGGER):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+class Command:
+    """What both commands share: signals, Java, Kafka (embedded or not), Spark, stopping."""
+
+    def __init__(self, settings: KafkaTarget):
+        self.settings = settings
+        self.stopping = threading.Event()
+        self.broker = None
+        self.spark = None
+
+    def install_signal_handlers(self) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self._request_stop)
+
+    def _request_stop(self, signum, _frame) -> None:
+        if not self.stopping.is_set():
+            log.info("received %s", signal.Signals(signum).name)
+            self.stopping.set()
+
+    def _check_stop(self) -> None:
+        if self.stopping.is_set():
+            raise KeyboardInterrupt
+
+    def _check_java(self) -> None:
+        from streaming.spark_session import JavaMissing, check_java
+
+        try:
+            check_java()
+        except JavaMissing as exc:
+            raise StartupError(str(exc)) from None
+
+    def _start_kafka(self) -> None:
+        """Start (or reuse) the embedded broker unless --bootstrap-servers; make sure the topic exists."""
+        from streaming.kafka.admin import KafkaUnreachable, ensure_topic, wait_until_reachable
+        from streaming.kafka.broker import EmbeddedBroker
+
+        s = self.settings
+        if s.embedded_broker:
+            log.info("starting the embedded Kafka broker on 127.0.0.1:%d (data in %s) ...", s.broker_port, s.broker_dir)
+            self.broker = EmbeddedBroker(s.broker_dir, s.broker_port)
+            self.broker.start()
+        try:
+            wait_until_reachable(s.kafka_client_config(), timeout_s=30)
+        except KafkaUnreachable as exc:
+            raise StartupError(f"{exc}. Check --bootstrap-servers and the client settings.") from None
+        created = ensure_topic(s.kafka_client_config(), s.topic, s.topic_partitions, s.topic_retention_ms)
+        log.info("Kafka ready at %s; topic '%s' %s", s.kafka_bootstrap, s.topic,
+                 f"created ({s.topic_partitions} partitions)" if created else "found")
+
+    def _start_spark(self) -> None:
+        from streaming.spark_session import create_spark
+
+        conf = self.settings.spark_conf
+        # Keys only: a value may be a secret (a storage key, a token).
+        log.info("starting Spark (%s)%s ...", self.settings.master,
+                 f" with --conf {', '.join(key for key, _ in conf)}" if conf else "")
+        began = time.monotonic()
+        self.spark = create_spark(self.settings.master, conf_overrides=conf)
+        self.install_signal_handlers()  # SparkContext replaces the SIGINT handler with its own
+        log.info("Spark %s up in %.1f s", self.spark.version, time.monotonic() - began)
+
+    def _stop_spark_and_broker(self, keep_reused_broker: bool = False) -> None:
+        if self.spark is not None:
+            self.spark.stop()
+        if self.broker is not None:
+            if keep_reused_broker and self.broker.reused:
+                log.info("the embedded broker was already running before this command; it keeps running")
+                return
+            self.broker.stop()
+            log.info("embedded broker stopped, data saved in %s", self.broker.data_dir)
+
+
+class App(Command):
+    """Starts the parts in order and stops them in reverse; stop() is safe at any point."""
+
+    def __init__(self, settings: Settings):
+        super().__init__(settings)
+        self.lake = Lake(settings.data_dir)
+        self.simulator = None
+        self.pipeline = None
+        self.health = None
+        self.web = None
+
+    # -- start ----------------------------------------------------------------------------
+    def start(self) -> None:
+        from streaming.kafka.broker import port_is_free
+
+        s = self.settings
+        log.info("Trade Summary: %s", s.describe())
+        self._check_java()
+        if s.dashboard_enabled and not s.available_now and not port_is_free(s.port, s.host):
+            raise StartupError(f"port {s.port} on {s.host} is already in use, so the dashboard cannot start: "
+                               "choose another with --port N")
+        self._start_kafka()
+        self._check_stop()
+
+        if not s.available_now:
+            self._start_simulator()
+        self._start_pipeline()
+        if s.dashboard_enabled and not s.available_now:
+            self._start_dashboard()
+
+    def _start_simulator(self) -> None:
+        from streaming.simulation.market import resume_market_time
+        from streaming.simulation.simulator import TradeSimulator, latest_event_time
+
+        s = self.settings
+        latest = latest_event_time(s.kafka_client_config(), s.topic)
+        start = resume_market_time(latest, datetime.now(timezone.utc).date())
+        self.simulator = TradeSimulator(s.kafka_client_config(), s.topic, s.simulation, s.window, s.watermark,
+                                        market_start=start, enabled=s.producer_enabled)
+        self.simulator.start()
+        state = f"on, {s.simulation.rate:g} trades/s" if s.producer_enabled else "off (turn it on from the dashboard)"
+        log.info("producer simulation %s; market clock %s at %s at %gx", state, "resumes" if latest else "starts",
+                 start.strftime("%Y-%m-%d %H:%M"), s.simulation.clock_speed)
+
+    def _start_pipeline(self) -> None:
+        from streaming.pipeline import Pipeline
+
+        s = self.settings
+        self._start_spark()
+        self._check_stop()
+        self.pipeline = Pipeline(self.spark, s, self.lake)
+        self.pipeline.start()
+        for query in self.pipeline.queries:
+            log.info("query '%s' started (checkpoint in %s)", query.name, s.checkpoint_dir / query.name)
+        self._start_health()
+
+    def _start_health(self) -> None:
+        from streaming.health import HealthMonitor
+        from streaming.kafka.clients import EndOffsets
+
+        s = self.settings
+        producer = (lambda: self.simulator.stats()) if self.simulator is not None else (lambda: None)
+        self.health = HealthMonitor(self.pipeline.status, producer,
+                                    EndOffsets(s.kafka_client_config(), s.topic)).start()
+
+    def _start_dashboard(self) -> None:
+        from werkzeug.serving import make_server
+
+        from dashboard.app import create_app
+        from streaming.reconcile import Reconciler
+
+        s = self.settings
+        app = create_app(self.lake, s.refresh_ms, self.simulator, self.health.snapshot,
+                         Reconciler(self.spark, s, self.lake))
+        self.web = make_server(s.host, s.port, app.server, threaded=True)
+        threading.Thread(target=self.web.serve_forever, name="dashboard", daemon=True).start()
+        log.info("dashboard at http://%s:%d", s.host, s.port)
+
+    # -- run ------------------------------------------------------------------------------
+    def run_until_stopped(self) -> int:
+        if self.settings.available_now:
+            self.pipeline.wait_until_done()
+            return self._report_failures(final=True)
+        from streaming.health import status_line
+        from streaming.pipeline import GOLD_QUERY
+
+        reported: set[str] = set()
+        logged_at_batch = -1
+        while not self.stopping.wait(1.0):
+            snapshot = self.health.snapshot()
+            for query in snapshot["queries"]:
+                if query["error"] and query["name"] not in reported:
+                    reported.add(query["name"])
+                    log.error("query '%s' failed: %s", query["name"], query["error"])
+            gold_batch = max((q["batch_id"] or 0 for q in snapshot["queries"] if q["name"] == GOLD_QUERY), default=0)
+            if gold_batch // self.settings.log_every_batches > logged_at_batch // self.settings.log_every_batches:
+                logged_at_batch = gold_batch
+                log.info("status: %s", status_line(snapshot))
+        return 0
+
+    def _report_failures(self, final: bool) -> int:
+        failures = self.pipeline.failed()
+        for failed in failures:
+            log.error("query '%s' failed: %s", failed.name, failed.error)
+        if final and not failures:
+            log.info("caught up: everything available in Kafka is processed")
+        return 1 if failures else 0
+
+    # -- stop -----------------------------------------------------------------------------
+    def stop(self) -> None:
+        log.info("stopping ...")
+        if self.web is not None:
+            self.web.shutdown()
+        if self.simulator is not None:
+            self.simulator.stop()
+            log.info("producer stopped (%s trades sent)", f"{self.simulator.stats().sent:,}")
+        if self.health is not None:
+            self.health.stop()
+        if self.pipeline is not None:
+            self.pipeline.stop()
+            log.info("queries stopped")
+        self._stop_spark_and_broker()
+
+
+class Loader(Command):
+    """`python run.py load`: trade files from a landing zone -> the trades topic."""
+
+    def __init__(self, settings: LoadSettings):
+        super().__init__(settings)
+        self.query = None
+        self._last_logged_batch = -1
+        self.totals = {"files": 0, "lines": 0, "records": 0, "unparsed": 0}
+
+    def start(self) -> None:
+        from streaming.loader import check_filter, check_key, start_load_query
+
+        s = self.settings
+        log.info("Trade Summary loader: %s", s.describe())
+        check_key(s.key_column)
+        self._check_java()
+        self._start_spark()
+        check_filter(self.spark, s.where, s.key_column)  # a wrong --where fails before Kafka is touched
+        self._check_stop()
+        self._start_kafka()
+        self._check_stop()
+        self.query = start_load_query(self.spark, s)
+        log.info("watching %s for trade files%s", s.source_dir,
+                 ": loading what is there, then exiting" if s.available_now else f" every {s.trigger.total_seconds():g} s")
+
+    def run_until_stopped(self) -> int:
+        from streaming.loader import short_error
+
+        while not self.stopping.wait(1.0) and self.query.isActive:
+            self._log_progress()
+        self._log_progress()
+        if self.query.isActive:
+            return 0  # stopped by a signal; stop() ends the query between micro-batches
+        error = self.query.exception()
+        if error is not None:
+            log.error("loading failed: %s", short_error(error))
+            return 1
+        log.info("done: %s in total", self._describe(self.totals))
+        return 0
+
+    def _log_progress(self) -> None:
+        from streaming.loader import batch_counts
+
+        for progress in self.query.recentProgress:
+            if progress["batchId"] <= self._last_logged_batch:
+                continue
+            self._last_logged_batch = progress["batchId"]
+            counts = batch_counts(progress)
+            if counts is not None:
+                for name, value in counts.items():
+                    self.totals[name] += value
+                log.info("batch %d: %s", progress["batchId"], self._describe(counts))
+
+    def _describe(self, counts: dict[str, int]) -> str:
+        from streaming.loader import describe_counts
+
+        return describe_counts(counts, self.settings.topic)
+
+    def stop(self) -> None:
+        from streaming.pipeline import stop_queries
+
+        log.info("stopping ...")
+        if self.query is not None:
+            stop_queries([self.query])
+        # A broker that was already up belongs to a running app: leave it running.
+        self._stop_spark_and_broker(keep_reused_broker=True)
+
+
+def run_command(command_class, parse, build_parser, argv: list[str], help_command: str) -> int:
+    def usage_error(exc: UsageError) -> int:
+        build_parser().print_usage(sys.stderr)
+        print(f"error: {exc}\nRun `{help_command}` for all flags.", file=sys.stderr)
+        return 2
+
+    try:
+        settings = parse(argv, os.environ)
+    except UsageError as exc:
+        return usage_error(exc)
+
+    setup_logging()
+    command = command_class(settings)
+    command.install_signal_handlers()
+
+    code = 0
+    try:
+        command.start()
+        code = command.run_until_stopped()
+    except KeyboardInterrupt:
+        code = 0
+    except UsageError as exc:  # found only once Spark can check it, e.g. a --where condition
+        code = usage_error(exc)
+    except (StartupError, BrokerError) as exc:
+        log.error("error: %s", exc)
+        code = 1
+    except Exception as exc:  # noqa: BLE001 - a bug: keep the traceback, still stop cleanly
+        log.exception("unexpected error: %s", exc)
+        code = 1
+    finally:
+        command.stop()
+    log.info("stopped")
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["load"]:
+        return run_command(Loader, parse_load_settings, build_load_parser, argv[1:], "python run.py load --help")
+    return run_command(App, parse_settings, build_parser, argv, "python run.py --help")

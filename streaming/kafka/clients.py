@@ -1,0 +1,80 @@
+"""Every librdkafka client of the project, built in one place: the shared logger, the
+producer's idempotent defaults, and the one end-offsets lookup.
+
+Consumers here never subscribe: they ask for metadata and offsets, or assign a known offset
+range and close. The embedded broker has no fetch long-poll, so an idle subscribed consumer
+would spin (see ../shared/PLATFORM.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Mapping
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+LOGGER_NAME = "streaming.librdkafka"
+# Our defaults; a client setting of the user's overrides them (e.g. a cluster without
+# idempotent-write ACLs): retries never duplicate or reorder a record.
+PRODUCER_DEFAULTS = {"enable.idempotence": "true", "acks": "all", "linger.ms": "5"}
+
+
+def librdkafka_logger() -> logging.Logger:
+    """librdkafka logs every failed connection attempt: only its warnings are shown."""
+    logger = logging.getLogger(LOGGER_NAME)
+    if logger.level == logging.NOTSET:
+        logger.setLevel(logging.WARNING)
+    return logger
+
+
+def producer_config(config: Mapping[str, str], **overrides) -> dict:
+    return {**PRODUCER_DEFAULTS, **config, **overrides, "logger": librdkafka_logger()}
+
+
+def producer(config: Mapping[str, str], **overrides) -> Producer:
+    """An idempotent, acks=all producer with the user's settings over ours."""
+    return Producer(producer_config(config, **overrides))
+
+
+def consumer(config: Mapping[str, str], purpose: str, **overrides) -> Consumer:
+    """A consumer that commits nothing, in a group of its own (`purpose` names it in the broker)."""
+    return Consumer({**config, "group.id": f"trade-summary-{purpose}-{uuid.uuid4().hex[:8]}",
+                     "enable.auto.commit": False, **overrides, "logger": librdkafka_logger()})
+
+
+def admin(config: Mapping[str, str]) -> AdminClient:
+    return AdminClient({**config, "logger": librdkafka_logger()})
+
+
+def partitions_of(client: Consumer, topic: str, timeout_s: float) -> list[int]:
+    """The topic's partitions, or [] when it does not exist (yet)."""
+    metadata = client.list_topics(topic, timeout=timeout_s).topics.get(topic)
+    if metadata is None or metadata.error is not None:
+        return []
+    return sorted(metadata.partitions)
+
+
+def watermark_offsets(client: Consumer, topic: str, timeout_s: float,
+                      partitions: list[int] | None = None) -> dict[int, tuple[int, int]]:
+    """partition -> (low, high): the first retained offset and the end offset."""
+    parts = partitions_of(client, topic, timeout_s) if partitions is None else partitions
+    return {p: client.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s) for p in parts}
+
+
+class EndOffsets:
+    """The topic's end offsets, asked of the broker by one long-lived consumer that never
+    subscribes (for the health monitor and the benchmark)."""
+
+    def __init__(self, config: Mapping[str, str], topic: str):
+        self.topic = topic
+        self._consumer = consumer(config, "end-offsets")
+
+    def read(self, timeout_s: float = 2.0) -> dict[str, int]:
+        """"topic:partition" -> end offset."""
+        return {f"{self.topic}:{p}": high for p, (_, high) in
+                watermark_offsets(self._consumer, self.topic, timeout_s).items()}
+
+    def close(self) -> None:
+        self._consumer.close()

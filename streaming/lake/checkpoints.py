@@ -1,0 +1,99 @@
+"""Spark's checkpoint directory: the one module that reads or writes it.
+
+Per query, Spark keeps `metadata` (the query id, for the checkpoint's life), `offsets/N` (what
+batch N read, and the watermark it ran with: `batchWatermarkMs`) and `commits/N` (batch N is
+done). Beside the queries' checkpoints we keep `replay.json`, the time a --replay-from started
+these checkpoints at, and a replay moves the old ones aside (never deletes them).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import shutil
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from streaming.config import parse_instant
+
+REPLAY_FILE = "replay.json"
+
+
+@dataclass(frozen=True)
+class OffsetLogEntry:
+    watermark_ms: int  # the watermark batch N ran with (0 before the first is set)
+    ends: dict[tuple[str, int], int]  # (topic, partition) -> the offset batch N read up to
+
+
+class QueryCheckpoint:
+    """One streaming query's checkpoint."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+    @property
+    def started(self) -> bool:
+        return (self.path / "metadata").exists()
+
+    @functools.cached_property
+    def query_id(self) -> str:
+        """Spark's query id: it lasts as long as the checkpoint (the file exists once the query runs)."""
+        return json.loads((self.path / "metadata").read_text().splitlines()[0])["id"]
+
+    def offset_log(self, batch_id: int) -> OffsetLogEntry | None:
+        """What batch `batch_id` read and its watermark, or None if Spark has not planned it."""
+        path = self.path / "offsets" / str(batch_id)
+        if batch_id < 0 or not path.exists():
+            return None
+        lines = path.read_text().splitlines()
+        metadata = json.loads(lines[1])
+        offsets = json.loads(lines[2]) if len(lines) > 2 and lines[2].strip() else {}
+        ends = {(topic, int(p)): int(o) for topic, parts in offsets.items() for p, o in parts.items()}
+        return OffsetLogEntry(int(metadata.get("batchWatermarkMs", 0)), ends)
+
+    def batch_watermark(self, batch_id: int) -> datetime | None:
+        """The watermark this batch ran with (None before the first one is set)."""
+        entry = self.offset_log(batch_id)
+        if entry is None or entry.watermark_ms <= 0:
+            return None
+        return datetime.fromtimestamp(entry.watermark_ms / 1000, tz=timezone.utc)
+
+    def committed_offsets(self) -> dict[tuple[str, int], int]:
+        """End offsets of the last committed batch: everything before them is fully written."""
+        commits = self.path / "commits"
+        done = [int(p.name) for p in commits.iterdir() if p.name.isdigit()] if commits.exists() else []
+        entry = self.offset_log(max(done)) if done else None
+        return entry.ends if entry else {}
+
+
+class Checkpoints:
+    """The checkpoints of a run's queries, under one directory."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+
+    def query(self, name: str) -> QueryCheckpoint:
+        return QueryCheckpoint(self.root / name)
+
+    def set_aside(self, into: str | Path) -> Path | None:
+        """Move every query's checkpoint into `into`/<UTC time> (for --replay-from: the queries
+        start afresh, and the old checkpoints are kept, never deleted)."""
+        if not self.root.exists():
+            return None
+        target = Path(into) / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(self.root), str(target))
+        return target
+
+    def remember_replay(self, since: datetime) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        (self.root / REPLAY_FILE).write_text(json.dumps({"since": since.isoformat()}))
+
+    def replay_since(self) -> datetime | None:
+        """The time a --replay-from started these checkpoints at, if one did."""
+        marker = self.root / REPLAY_FILE
+        return parse_instant(json.loads(marker.read_text())["since"]) if marker.exists() else None

@@ -1,0 +1,273 @@
+"""The lake: where the tables of the catalog live, and the one way they are written and read.
+
+`Lake(root)` turns a catalog `Table` into a location under the data dir (a string, so the root
+may be a local path or an object-store URI), keeps each thread's tables open, and has:
+
+* `publish(table, rows, batch)`: rows into the table by its write policy, once per batch. The
+  batch is recorded in the same Delta commit (an app transaction: table@writer -> batch id), so a
+  micro-batch that Spark replays after a crash finds its id recorded and is skipped.
+* `read(table, columns, where)` / `query(table, sql)`: reads through delta-rs's SQL engine,
+  which opens only the files whose statistics can match (docs/architecture.md says why).
+* `writing(*tables)`: the tables' locks, for a writer that must read and write several of them
+  as one step (the gold sink, a backfill). `publish` takes its table's lock itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator, Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import CommitProperties, DeltaTable, QueryBuilder, Transaction, write_deltalake
+from deltalake.exceptions import TableNotFoundError
+from deltalake.schema import Field as DeltaField
+
+from streaming.lake import tables
+from streaming.lake.tables import Table, Write, same_values
+from streaming.rows import one_per_key
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Who writes (a streaming query's id, which lasts as long as its checkpoint, or
+    'backfill') and which of its batches. A fresh checkpoint (a replay) restarts batch ids at
+    0 under a new query id, so its batches are never mistaken for the old ones."""
+
+    writer: str
+    id: int
+
+    def app_id(self, table: Table) -> str:
+        return f"{table.name}@{self.writer}"
+
+
+def quote(column: str) -> str:
+    return f'"{column}"'
+
+
+def sql_literal(value) -> str:
+    """A value as SQL for delta-rs: times in UTC, text quoted."""
+    if isinstance(value, datetime):
+        return f"'{value.astimezone(timezone.utc).strftime('%Y-%m-%dT%H:%M:%S.%fZ')}'::timestamp"
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    return str(value)
+
+
+def key_ranges(rows: pa.Table, keys: Sequence[str]) -> list[str]:
+    """`t.k >= low AND t.k <= high` over the source's range of each integer or time key (offsets,
+    batch ids, event times): only a target row inside it can match, and delta-rs then reads
+    just the files whose statistics overlap it instead of the whole table, which grows all day."""
+    conditions = []
+    for key in keys:
+        kind = rows.schema.field(key).type
+        if pa.types.is_integer(kind) or pa.types.is_timestamp(kind):
+            low, high = pc.min_max(rows[key]).values()
+            if low.is_valid:
+                conditions.append(f"t.{quote(key)} >= {sql_literal(low.as_py())} "
+                                  f"AND t.{quote(key)} <= {sql_literal(high.as_py())}")
+    return conditions
+
+
+def plain_strings(rows: pa.Table) -> pa.Table:
+    """delta-rs's engine returns strings as string_view, which not every pyarrow kernel (nor
+    Spark's Python data sources) takes: plain strings, as the tables have."""
+    if not any(pa.types.is_string_view(field.type) for field in rows.schema):
+        return rows
+    return rows.cast(pa.schema([field.with_type(pa.string()) if pa.types.is_string_view(field.type) else field
+                                for field in rows.schema]))
+
+
+def is_local(location: str) -> bool:
+    return "://" not in location or location.startswith("file://")
+
+
+class _OpenTables(threading.local):
+    """Each thread's open tables, newest use last. Opening a table replays its log since the
+    last checkpoint; bringing an open one up to date reads only the commits since. Per thread:
+    a DeltaTable is not meant to be shared between threads."""
+
+    limit = 32
+
+    def __init__(self):
+        self.tables: OrderedDict[str, DeltaTable] = OrderedDict()
+
+
+_open_tables = _OpenTables()
+# One lock per table location in this process, whichever Lake object writes it: two MERGEs
+# into one Delta table at once would conflict.
+_locks: dict[str, threading.RLock] = {}
+_locks_guard = threading.Lock()
+
+
+class Lake:
+    """The tables of the catalog under one root (a data dir)."""
+
+    def __init__(self, root: str | Path, storage_options: Mapping[str, str] | None = None):
+        self.root = str(root).rstrip("/") or "/"
+        self.storage_options = dict(storage_options) if storage_options else None
+
+    def __repr__(self) -> str:
+        return f"Lake({self.root!r})"  # never the storage options: they may hold secrets
+
+    def location(self, table: Table) -> str:
+        return f"{self.root}/{table.name}"
+
+    # -- opening --------------------------------------------------------------------------------
+    def open(self, table: Table) -> DeltaTable | None:
+        """The table at its latest version, or None if it does not exist yet."""
+        location = self.location(table)
+        opened = _open_tables.tables.pop(location, None)
+        if opened is not None:
+            try:
+                opened.update_incremental()
+            except Exception:  # noqa: BLE001 - an unreadable log: open it afresh (and say why if that fails too)
+                opened = None
+        if (opened is not None and is_local(location)
+                and not (Path(location) / "_delta_log" / f"{opened.version():020d}.json").exists()):
+            opened = None  # removed (and perhaps made anew) meanwhile
+        if opened is None:
+            try:
+                opened = DeltaTable(location, storage_options=self.storage_options)
+            except TableNotFoundError:
+                return None
+        _open_tables.tables[location] = opened
+        while len(_open_tables.tables) > _open_tables.limit:
+            _open_tables.tables.popitem(last=False)
+        return opened
+
+    def ensure(self, table: Table) -> None:
+        """Create the table empty, so that readers find it from the start; add the columns a
+        newer schema has to a table made by an older version."""
+        opened = self.open(table)
+        if opened is None:
+            location = self.location(table)
+            if is_local(location):
+                Path(location.removeprefix("file://")).mkdir(parents=True, exist_ok=True)
+            DeltaTable.create(location, table.schema, mode="ignore", storage_options=self.storage_options)
+            return
+        present = set(opened.schema().to_arrow().names)
+        missing = [DeltaField.from_arrow(f) for f in table.schema if f.name not in present]
+        if missing:
+            log.info("adding columns %s to %s", [f.name for f in missing], table.name)
+            opened.alter.add_columns(missing)
+
+    def ensure_all(self) -> None:
+        for table in tables.ALL:
+            self.ensure(table)
+
+    # -- reading --------------------------------------------------------------------------------
+    def query(self, table: Table, sql: str) -> pa.Table | None:
+        """Run `sql` on the table, named `t` in it; None if the table does not exist. Without
+        first making a fragment per file, as a pyarrow dataset does: a table gains a file per
+        micro-batch, and at 3,000 files that alone made a filtered read 35 times slower."""
+        opened = self.open(table)
+        if opened is None:
+            return None
+        return plain_strings(pa.table(QueryBuilder().register("t", opened).execute(sql).read_all()))
+
+    def read(self, table: Table, columns: Sequence[str] | None = None, where: str | None = None) -> pa.Table:
+        """The rows matching `where` (SQL on the table's columns), or all; the table's schema's
+        types, and an empty table when it does not exist yet."""
+        names = list(columns) if columns is not None else table.columns
+        sql = f"SELECT {', '.join(quote(c) for c in names)} FROM t" + (f" WHERE {where}" if where else "")
+        rows = self.query(table, sql)
+        wanted = pa.schema([table.schema.field(c) for c in names])
+        return wanted.empty_table() if rows is None else rows.cast(wanted)
+
+    # -- writing --------------------------------------------------------------------------------
+    def _lock(self, table: Table) -> threading.RLock:
+        location = self.location(table)
+        with _locks_guard:
+            return _locks.setdefault(location, threading.RLock())
+
+    @contextlib.contextmanager
+    def writing(self, *some: Table) -> Iterator[None]:
+        """Hold these tables' locks (in catalog order, so two writers never wait on each other)."""
+        ordered = sorted(set(some), key=tables.ALL.index)
+        with contextlib.ExitStack() as stack:
+            for table in ordered:
+                stack.enter_context(self._lock(table))
+            yield
+
+    def published(self, table: Table, batch: Batch) -> bool:
+        """Whether this batch of this writer is already in the table."""
+        opened = self.open(table)
+        done = opened.transaction_version(batch.app_id(table)) if opened is not None else None
+        return done is not None and done >= batch.id
+
+    def publish(self, table: Table, rows: pa.Table, batch: Batch, *, write: Write | None = None,
+                narrow: bool = True) -> bool:
+        """Write `rows` by the table's policy (or `write`), recording the batch in the same
+        commit; False if there was nothing to write or the batch is there already.
+        narrow=False: match on the keys alone, over the whole table (for records read again,
+        whose narrowing columns may have changed)."""
+        if rows.num_rows == 0:
+            return False  # an empty commit would still record the batch, but there is nothing to do
+        write = write or table.write
+        # MERGE rejects a source with two rows for one key.
+        rows = one_per_key(rows.select(table.columns).cast(table.schema), table.keys,
+                           keep="last" if write is Write.UPSERT else "first")
+        commit = CommitProperties(app_transactions=[Transaction(app_id=batch.app_id(table), version=int(batch.id))])
+        with self._lock(table):
+            if self.published(table, batch):
+                log.info("skipping %s batch %d of %s: already committed", table.name, batch.id, batch.writer)
+                return False
+            opened = self.open(table)
+            if opened is None or (write is Write.APPEND_ONCE_PER_BATCH and self._own_batch(rows, batch)):
+                self._append(table, opened, rows, commit)
+            else:
+                self._merge(table, opened, rows, commit, write, narrow)
+            if table.compact_every:
+                self._compact_now_and_then(table, table.compact_every)
+        return True
+
+    @staticmethod
+    def _own_batch(rows: pa.Table, batch: Batch) -> bool:
+        """Whether every row is keyed by this very (writer, batch)."""
+        return (pc.all(pc.equal(rows["query_id"], batch.writer)).as_py()
+                and pc.all(pc.equal(rows["batch_id"], batch.id)).as_py())
+
+    def _append(self, table: Table, opened: DeltaTable | None, rows: pa.Table, commit: CommitProperties) -> None:
+        location = self.location(table)
+        if opened is None and is_local(location):
+            Path(location.removeprefix("file://")).mkdir(parents=True, exist_ok=True)
+        write_deltalake(opened if opened is not None else location, rows, mode="append", commit_properties=commit,
+                        storage_options=None if opened is not None else self.storage_options)
+
+    @staticmethod
+    def _merge(table: Table, opened: DeltaTable, rows: pa.Table, commit: CommitProperties, write: Write,
+               narrow: bool) -> None:
+        matched_on = [*table.keys, *(table.narrow_on if narrow else ())]
+        merge = opened.merge(
+            rows,
+            predicate=" AND ".join([same_values(tuple(matched_on)), *key_ranges(rows, matched_on)]),
+            source_alias="s",
+            target_alias="t",
+            commit_properties=commit,
+        )
+        if write is Write.UPSERT or table.replace_when:
+            updates = {quote(c): f"s.{quote(c)}" for c in rows.column_names if c not in table.keys}
+            updates.update({quote(c): f"t.{quote(c)} + 1" for c in table.bump})
+            merge = merge.when_matched_update(updates, predicate=None if write is Write.UPSERT else table.replace_when)
+        merge.when_not_matched_insert_all().execute()
+
+    def _compact_now_and_then(self, table: Table, every: int) -> None:
+        """Every `every` versions, rewrite the table's small files into larger ones (delta-rs
+        OPTIMIZE). A table that gains a file per micro-batch is otherwise read a file at a time
+        by everyone who reads it whole, the dashboard included. Run by the writer, under the
+        table's lock, so the two never conflict; the files it replaces stay on disk for readers
+        of older versions until a VACUUM."""
+        opened = self.open(table)
+        if opened is not None and opened.version() % every == 0:
+            metrics = opened.optimize.compact()
+            log.debug("compacted %s: %s files into %s", table.name, metrics.get("numFilesRemoved"),
+                      metrics.get("numFilesAdded"))

@@ -1,0 +1,146 @@
+"""The catalog: each Delta table of the pipeline as one value.
+
+A `Table` says what the table is (its name under the data dir, its Arrow schema, its keys)
+and how it is written (`Write`, and the MERGE's options). `store.Lake` is the one place that
+turns a Table into a location and writes or reads it; nothing else spells a table's path.
+The names and columns are the product's contract (../shared/PRODUCT.md): keep them stable.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+UTC_TIME = pa.timestamp("us", tz="UTC")
+# Tables that gain a small file in most micro-batches and are read whole (by the dashboard, the
+# sinks) are compacted by their writer every so many versions; bronze and silver are read by range.
+COMPACT_EVERY = 20
+
+
+class Write(enum.Enum):
+    """How a batch of rows lands in a table, once per (writer, batch) in every case."""
+
+    # A key already in the table keeps its row; within a batch the first row of a key wins.
+    FIRST_COPY_WINS = "first copy wins"
+    # A key already in the table takes the batch's row (the last of the key in the batch).
+    UPSERT = "upsert"
+    # Rows keyed by the writer's own (query_id, batch_id): the batch's recorded transaction
+    # already keeps them unique, so they are appended without reading the table. Rows keyed
+    # otherwise (a backfill's) are merged as FIRST_COPY_WINS.
+    APPEND_ONCE_PER_BATCH = "append once per batch"
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str  # its path under the data dir: the contract's table name
+    schema: pa.Schema
+    keys: tuple[str, ...]
+    write: Write
+    # UPSERT: counter columns set to target + 1 when a key is updated (e.g. a revision number).
+    bump: tuple[str, ...] = ()
+    # FIRST_COPY_WINS: still replace a matched row when this holds (t. = target, s. = source).
+    replace_when: str | None = None
+    # Columns a matching row also has the same value in (a trade's event time, with its id).
+    # Not keys, but the MERGE matches on them too, so it reads only the files whose statistics
+    # overlap the batch's range of them: a table keyed by random ids is otherwise read whole.
+    narrow_on: tuple[str, ...] = ()
+    compact_every: int | None = None  # rewrite the small files every this many versions
+
+    @property
+    def columns(self) -> list[str]:
+        return self.schema.names
+
+
+def same_values(columns: tuple[str, ...]) -> str:
+    """A MERGE condition: target and source agree on these columns."""
+    return " AND ".join(f't."{c}" = s."{c}"' for c in columns)
+
+
+KAFKA_RECORD = ("topic", "partition", "offset")
+
+BRONZE = Table(
+    "bronze/trades_raw",
+    pa.schema([
+        ("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()), ("partition", pa.int32()),
+        ("offset", pa.int64()), ("timestamp", UTC_TIME), ("ingested_at", UTC_TIME),
+    ]),
+    keys=KAFKA_RECORD, write=Write.FIRST_COPY_WINS,
+)
+
+SILVER = Table(
+    "silver/trades",
+    pa.schema([
+        ("trade_id", pa.string()), ("account_id", pa.string()), ("symbol", pa.string()), ("side", pa.string()),
+        ("quantity", pa.int64()), ("price", pa.float64()), ("amount", pa.float64()), ("channel", pa.string()),
+        ("event_time", UTC_TIME), ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()),
+        ("kafka_timestamp", UTC_TIME), ("ingested_at", UTC_TIME),
+    ]),
+    # The first copy of a trade wins; the same Kafka record read again (a replay after a fix)
+    # replaces its own row with the new parse. A redelivered copy has its first copy's event
+    # time too, so the MERGE looks for it only among the batch's event times.
+    keys=("trade_id",), write=Write.FIRST_COPY_WINS, replace_when=same_values(KAFKA_RECORD),
+    narrow_on=("event_time",),
+)
+
+# The raw value stays binary: it may not be UTF-8, and Arrow readers reject invalid strings.
+QUARANTINE = Table(
+    "silver/quarantine",
+    pa.schema([
+        ("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()), ("partition", pa.int32()),
+        ("offset", pa.int64()), ("kafka_timestamp", UTC_TIME), ("reason", pa.string()), ("ingested_at", UTC_TIME),
+    ]),
+    keys=KAFKA_RECORD, write=Write.UPSERT, compact_every=COMPACT_EVERY,
+)
+
+# revision counts the updates a window has had.
+GOLD = Table(
+    "gold/trade_summary",
+    pa.schema([
+        ("window_start", UTC_TIME), ("window_end", UTC_TIME), ("buy_amount", pa.float64()),
+        ("sell_amount", pa.float64()), ("settlement_amount", pa.float64()), ("trade_count", pa.int64()),
+        ("revision", pa.int64()), ("updated_at", UTC_TIME), ("batch_id", pa.int64()),
+    ]),
+    keys=("window_start",), write=Write.UPSERT, bump=("revision",), compact_every=COMPACT_EVERY,
+)
+
+CORRECTIONS = Table(
+    "gold/corrections",
+    pa.schema([
+        ("window_start", UTC_TIME), ("window_end", UTC_TIME),
+        ("buy_amount_before", pa.float64()), ("buy_amount_after", pa.float64()),
+        ("sell_amount_before", pa.float64()), ("sell_amount_after", pa.float64()),
+        ("settlement_amount_before", pa.float64()), ("settlement_amount_after", pa.float64()),
+        ("trade_count_before", pa.int64()), ("trade_count_after", pa.int64()),
+        ("late_trades", pa.int64()), ("corrected_at", UTC_TIME), ("watermark", UTC_TIME),
+        ("batch_id", pa.int64()), ("query_id", pa.string()),
+    ]),
+    keys=("query_id", "batch_id", "window_start"), write=Write.APPEND_ONCE_PER_BATCH, compact_every=COMPACT_EVERY,
+)
+
+# One row per (gold query, batch, topic partition): the offsets it read and the watermark its
+# late input was judged against (lateness.py).
+BATCH_WATERMARKS = Table(
+    "gold/batch_watermarks",
+    pa.schema([
+        ("query_id", pa.string()), ("batch_id", pa.int64()), ("topic", pa.string()), ("partition", pa.int32()),
+        ("start_offset", pa.int64()), ("end_offset", pa.int64()), ("watermark", UTC_TIME),
+    ]),
+    keys=("query_id", "batch_id", "topic", "partition"), write=Write.APPEND_ONCE_PER_BATCH,
+    compact_every=COMPACT_EVERY,
+)
+
+LATE_TRADES = Table(
+    "gold/late_trades",
+    pa.schema([
+        ("trade_id", pa.string()), ("event_time", UTC_TIME), ("window_start", UTC_TIME), ("window_end", UTC_TIME),
+        ("watermark", UTC_TIME), ("late_by_seconds", pa.float64()), ("side", pa.string()), ("amount", pa.float64()),
+        ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()), ("detected_at", UTC_TIME),
+        ("backfilled_at", UTC_TIME),  # set when a backfill (reconcile.py) put the trade into gold
+    ]),
+    keys=("trade_id",), write=Write.FIRST_COPY_WINS, compact_every=COMPACT_EVERY,
+)
+
+# Every table, in the order their locks are taken (store.Lake.writing).
+ALL = (BRONZE, SILVER, QUARANTINE, GOLD, CORRECTIONS, BATCH_WATERMARKS, LATE_TRADES)
