@@ -6,5 +6,12 @@ import sys
 
 from streaming.app import main
 
+
+def create_dashboard(*args):
+    from dashboard.app import create_app  # imported only when a dashboard is started: --help stays quick
+
+    return create_app(*args)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(dashboard=create_dashboard))

@@ -10,7 +10,13 @@ import flask
 from dash import Dash
 
 from dashboard.callbacks import register_callbacks
-from dashboard.data import CORRECTION_COLUMNS, GOLD_COLUMNS, LATE_TRADE_COLUMNS, TableReader
+from dashboard.data import (
+    CORRECTION_COLUMNS,
+    GOLD_COLUMNS,
+    LATE_TRADE_COLUMNS,
+    SilverFilterValues,
+    TableReader,
+)
 from dashboard.layout import build_layout
 from streaming.lake.store import Lake
 from streaming.lake.tables import CORRECTIONS, GOLD, LATE_TRADES
@@ -45,7 +51,7 @@ def create_app(lake: Lake | str | Path, refresh_ms: int = 2000, simulator=None,
         return snapshot
 
     app.layout = layout
-    register_callbacks(app, readers, status, simulator, reconciler, lake)
+    register_callbacks(app, readers, status, simulator, reconciler, lake, SilverFilterValues(lake))
 
     @app.server.route("/api/status")
     def api_status():

@@ -14,6 +14,7 @@ from dash import Dash, Input, Output, State, ctx, no_update
 
 from dashboard import figures, ids, tables
 from dashboard.data import (
+    SilverFilterValues,
     TableReader,
     json_records,
     read_silver_day,
@@ -30,7 +31,8 @@ UNAVAILABLE = "The producer simulation is not available in this run."
 
 
 def register_callbacks(app: Dash, readers: dict[str, TableReader], status: Callable[[], dict],
-                       simulator=None, reconciler=None, lake: Lake | None = None) -> None:
+                       simulator=None, reconciler=None, lake: Lake | None = None,
+                       filter_values: SilverFilterValues | None = None) -> None:
 
     @app.callback(Output(ids.SNAPSHOT, "data"), Input(ids.TICK, "n_intervals"), Input(ids.DAY_PICKER, "value"),
                   Input(ids.CHANNEL_FILTER, "value"), Input(ids.SYMBOL_FILTER, "value"))
@@ -46,8 +48,19 @@ def register_callbacks(app: Dash, readers: dict[str, TableReader], status: Calla
         snapshot["status"] = status()
         return snapshot
 
-    @app.callback(Output(ids.DAY_PICKER, "options"), Output(ids.KPI_CARDS, "children"), Output(ids.CHART_NOTE, "children"),
-                  Input(ids.SNAPSHOT, "data"))
+    @app.callback(Output(ids.CHANNEL_FILTER, "options"), Output(ids.SYMBOL_FILTER, "options"),
+                  Input(ids.FILTER_TICK, "n_intervals"), State(ids.CHANNEL_FILTER, "options"),
+                  State(ids.SYMBOL_FILTER, "options"))
+    def refresh_filter_options(_tick, shown_channels, shown_symbols):
+        """The drill-down's choices: the channels and symbols in silver. On its own slower
+        interval (and at page load), not the data tick: finding them reads silver."""
+        channels, symbols = filter_values.read() if filter_values is not None else ([], [])
+        options = (tables.channel_options(channels), tables.symbol_options(symbols))
+        return tuple(no_update if new == (shown or []) else new
+                     for new, shown in zip(options, (shown_channels, shown_symbols)))
+
+    @app.callback(Output(ids.DAY_PICKER, "options"), Output(ids.KPI_CARDS, "children"),
+                  Output(ids.CHART_NOTE, "children"), Input(ids.SNAPSHOT, "data"))
     def draw_day_and_kpis(snapshot):
         return tables.day_options(snapshot), tables.kpi_cards(snapshot), tables.chart_note(snapshot)
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+from datetime import datetime, timedelta
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from streaming.gold import MEASURES, window_sums
 from streaming.lake.store import Lake, quote, sql_literal
@@ -40,6 +44,60 @@ class TableReader:
             self._version = opened.version()
             self._frame = self.lake.read(self.table, self.columns).to_pandas()
         return self._frame
+
+
+class SilverFilterValues:
+    """The distinct channels and symbols in silver (sorted), for the drill-down's options.
+
+    Silver gains a file per micro-batch and is not compacted, so a DISTINCT over all of it
+    grows with the day. It is read whole once; after that, only when its version has changed,
+    and then only the rows ingested since the latest `ingested_at` already read (less a margin
+    in case the clock is set back a little): the sink stamps `ingested_at` as it writes a
+    batch, so a new row has a later stamp, and delta-rs skips the files whose statistics say
+    their rows are older. A table made anew (its version going back) is read whole again.
+    Shared by every page: a lock lets one request read while the others wait for its answer."""
+
+    CLOCK_MARGIN = timedelta(minutes=1)
+
+    def __init__(self, lake: Lake):
+        self.lake = lake
+        self._lock = threading.Lock()
+        self._forget()
+
+    def _forget(self) -> None:
+        self._version: int | None = None
+        self._read_until: datetime | None = None  # the latest ingested_at read
+        self._values: tuple[list[str], list[str]] = ([], [])
+
+    def read(self) -> tuple[list[str], list[str]]:
+        """(channels, symbols); both empty while silver does not exist or has no rows."""
+        with self._lock:
+            opened = self.lake.open(SILVER)
+            if opened is None:
+                self._forget()
+                return self._values
+            version = opened.version()
+            if version == self._version:
+                return self._values
+            if self._version is not None and version < self._version:
+                self._forget()
+            self._read_since(self._read_until)
+            self._version = version  # the rows read may be newer still: the next read covers them again
+            return self._values
+
+    def _read_since(self, read_until: datetime | None) -> None:
+        channel, symbol, ingested = quote("channel"), quote("symbol"), quote("ingested_at")
+        where = "" if read_until is None else f" WHERE {ingested} >= {sql_literal(read_until - self.CLOCK_MARGIN)}"
+        rows = self.lake.query(SILVER, f"SELECT {channel}, {symbol}, max({ingested}) AS read_until FROM t{where} "
+                                       f"GROUP BY {channel}, {symbol}")
+        if rows is None or rows.num_rows == 0:
+            return
+        latest = pc.max(rows["read_until"]).as_py()
+        if latest is not None and (read_until is None or latest > read_until):
+            self._read_until = latest
+        channels, symbols = self._values
+        self._values = (sorted({*channels, *filter(None, rows["channel"].to_pylist())}),
+                        sorted({*symbols, *filter(None, rows["symbol"].to_pylist())}))
 
 
 def trading_days(gold: pd.DataFrame) -> list[str]:
@@ -180,7 +238,8 @@ def snapshot_from(gold: pd.DataFrame, corrections: pd.DataFrame | None = None,
         "windows": records,
         "last_update": None if gold.empty else _iso(gold["updated_at"].max()),
         "corrections": json_records(newest, ("window_start", "corrected_at")),
-        "late_trades": json_records(latest_late, ("event_time", "window_start", "watermark", "detected_at", "backfilled_at")),
+        "late_trades": json_records(latest_late, ("event_time", "window_start", "watermark", "detected_at",
+                                                  "backfilled_at")),
         "counters": {
             "corrections": int(len(corrections)),
             "late_but_counted": int(corrections["late_trades"].sum()) if not corrections.empty else 0,

@@ -40,4 +40,6 @@ KPI_CARDS = "kpi-cards"
 DAY_PICKER = "day-picker"
 CHANNEL_FILTER = "channel-filter"
 SYMBOL_FILTER = "symbol-filter"
+# A slower interval that refreshes the channel and symbol options from silver.
+FILTER_TICK = "filter-tick"
 CHART_NOTE = "chart-note"

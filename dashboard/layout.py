@@ -6,7 +6,6 @@ from dash import dcc, html
 
 from dashboard import ids
 from streaming.config import Simulation
-from streaming.simulation.market import CHANNELS, SYMBOLS
 
 
 def _number(id_: str, value, low: float, high: float, step, disabled: bool) -> dcc.Input:
@@ -15,6 +14,9 @@ def _number(id_: str, value, low: float, high: float, step, disabled: bool) -> d
 
 
 MAX_BEYOND_MINUTES = 24 * 60
+# How often the channel and symbol options are refreshed from silver (and once at page load).
+# Slower than the data tick: they change rarely, and finding them reads silver.
+FILTER_REFRESH_MS = 30_000
 
 
 def late_trade_controls(simulation: Simulation | None, watermark_minutes: float | None) -> html.Fieldset:
@@ -73,15 +75,14 @@ def producer_controls(producer_enabled: bool | None, rate: float | None) -> html
 
 
 def chart_toolbar() -> html.Div:
-    """What the chart shows: the day, a channel/symbol drill-down, per window or running, ghosts."""
+    """What the chart shows: the day, a channel/symbol drill-down, per window or running, ghosts.
+    The channel and symbol options are those in silver, filled by a callback (none before it exists)."""
     return html.Div(className="chart-toolbar", children=[
         html.Label(["Day", dcc.Dropdown(id=ids.DAY_PICKER, placeholder="Latest trading day", clearable=True,
                                         searchable=False, className="picker")]),
-        html.Label(["Channel", dcc.Dropdown(id=ids.CHANNEL_FILTER, placeholder="All channels",
-                                            options=[{"label": c.capitalize(), "value": c} for c in CHANNELS],
+        html.Label(["Channel", dcc.Dropdown(id=ids.CHANNEL_FILTER, placeholder="All channels", options=[],
                                             clearable=True, searchable=False, className="picker")]),
-        html.Label(["Symbol", dcc.Dropdown(id=ids.SYMBOL_FILTER, placeholder="All symbols",
-                                           options=[{"label": s, "value": s} for s in SYMBOLS],
+        html.Label(["Symbol", dcc.Dropdown(id=ids.SYMBOL_FILTER, placeholder="All symbols", options=[],
                                            clearable=True, className="picker")]),
         dcc.RadioItems(id=ids.CHART_MODE, className="radio", inline=True, value=ids.MODE_WINDOW,
                        options=[{"label": " Per window", "value": ids.MODE_WINDOW},
@@ -129,4 +130,5 @@ def build_layout(refresh_ms: int, producer_enabled: bool | None, simulation: Sim
         dcc.Store(id=ids.SNAPSHOT),
         dcc.Store(id=ids.RECONCILE_RESULT),
         dcc.Interval(id=ids.TICK, interval=refresh_ms, n_intervals=0),
+        dcc.Interval(id=ids.FILTER_TICK, interval=FILTER_REFRESH_MS, n_intervals=0),
     ])

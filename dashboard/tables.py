@@ -68,7 +68,8 @@ def reconciliation_table(result: dict | None):
     windows = result["windows"]
     differing = [w for w in windows if not w["matches"]]
     rows = [[w["window_start"][11:16],
-             _change(w["buy_amount_gold"], w["buy_amount_silver"]), _change(w["sell_amount_gold"], w["sell_amount_silver"]),
+             _change(w["buy_amount_gold"], w["buy_amount_silver"]),
+             _change(w["sell_amount_gold"], w["sell_amount_silver"]),
              f"{w['trade_count_gold']:,} → {w['trade_count_silver']:,}",
              f"{w['late_trades']:,} ({money(w['late_buy'])} buy, {money(w['late_sell'])} sell)",
              reconcile_status(w)]
@@ -85,8 +86,8 @@ def backfill_options(result: dict | None) -> list[dict]:
     for w in (result or {}).get("windows", []):
         if w["matches"]:
             continue
-        label = (f" {w['window_start'][11:16]}: buy {_signed(w['diff_buy_amount'])}, sell {_signed(w['diff_sell_amount'])}"
-                 + ("" if w["final"] else " (open)"))
+        label = (f" {w['window_start'][11:16]}: buy {_signed(w['diff_buy_amount'])}, "
+                 f"sell {_signed(w['diff_sell_amount'])}" + ("" if w["final"] else " (open)"))
         options.append({"label": label, "value": w["window_start"], "disabled": not w["final"]})
     return options
 
@@ -149,6 +150,14 @@ def kpi_cards(snapshot: dict | None) -> list:
 def day_options(snapshot: dict | None) -> list[dict]:
     return [{"label": pd.Timestamp(day).strftime("%a %d %b %Y"), "value": day}
             for day in (snapshot or {}).get("days", [])]
+
+
+def channel_options(channels: list[str]) -> list[dict]:
+    return [{"label": channel.capitalize(), "value": channel} for channel in channels]
+
+
+def symbol_options(symbols: list[str]) -> list[dict]:
+    return [{"label": symbol, "value": symbol} for symbol in symbols]
 
 
 def chart_note(snapshot: dict | None) -> str:

@@ -5,6 +5,7 @@ in between. `App` is `python run.py` (broker, simulation, pipeline, dashboard); 
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import signal
@@ -12,6 +13,7 @@ import sys
 import threading
 import time
 from datetime import datetime, timezone
+from typing import Any, Callable
 
 from streaming.cli import build_load_parser, build_parser, parse_load_settings, parse_settings
 from streaming.config import KafkaTarget, LoadSettings, Settings, UsageError
@@ -20,6 +22,8 @@ from streaming.kafka.clients import LOGGER_NAME as LIBRDKAFKA_LOGGER
 from streaming.lake.store import Lake
 
 log = logging.getLogger("trade-summary")
+# (lake, refresh_ms, simulator, health snapshot, reconciler) -> a Dash app (its .server is served).
+DashboardFactory = Callable[..., Any]
 
 
 class StartupError(RuntimeError):
@@ -40,6 +44,7 @@ class Command:
         self.stopping = threading.Event()
         self.broker = None
         self.spark = None
+        self._owns_spark = False  # a session already running in this process (a test's) is left running
 
     def install_signal_handlers(self) -> None:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -81,6 +86,8 @@ class Command:
                  f"created ({s.topic_partitions} partitions)" if created else "found")
 
     def _start_spark(self) -> None:
+        from pyspark import SparkContext
+
         from streaming.spark_session import create_spark
 
         conf = self.settings.spark_conf
@@ -88,12 +95,13 @@ class Command:
         log.info("starting Spark (%s)%s ...", self.settings.master,
                  f" with --conf {', '.join(key for key, _ in conf)}" if conf else "")
         began = time.monotonic()
+        self._owns_spark = SparkContext._active_spark_context is None
         self.spark = create_spark(self.settings.master, conf_overrides=conf)
         self.install_signal_handlers()  # SparkContext replaces the SIGINT handler with its own
         log.info("Spark %s up in %.1f s", self.spark.version, time.monotonic() - began)
 
     def _stop_spark_and_broker(self, keep_reused_broker: bool = False) -> None:
-        if self.spark is not None:
+        if self.spark is not None and self._owns_spark:
             self.spark.stop()
         if self.broker is not None:
             if keep_reused_broker and self.broker.reused:
@@ -106,8 +114,9 @@ class Command:
 class App(Command):
     """Starts the parts in order and stops them in reverse; stop() is safe at any point."""
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, dashboard: DashboardFactory | None = None):
         super().__init__(settings)
+        self.dashboard = dashboard
         self.lake = Lake(settings.data_dir)
         self.simulator = None
         self.pipeline = None
@@ -156,7 +165,7 @@ class App(Command):
         self.pipeline = Pipeline(self.spark, s, self.lake)
         self.pipeline.start()
         for query in self.pipeline.queries:
-            log.info("query '%s' started (checkpoint in %s)", query.name, s.checkpoint_dir / query.name)
+            log.info("query '%s' started (checkpoint in %s)", query.name, self.pipeline.checkpoints.query(query.name))
         self._start_health()
 
     def _start_health(self) -> None:
@@ -171,12 +180,13 @@ class App(Command):
     def _start_dashboard(self) -> None:
         from werkzeug.serving import make_server
 
-        from dashboard.app import create_app
         from streaming.reconcile import Reconciler
 
         s = self.settings
-        app = create_app(self.lake, s.refresh_ms, self.simulator, self.health.snapshot,
-                         Reconciler(self.spark, s, self.lake))
+        if self.dashboard is None:
+            raise StartupError("no dashboard in this build: run with --no-dashboard, or start it with `python run.py`")
+        app = self.dashboard(self.lake, s.refresh_ms, self.simulator, self.health.snapshot,
+                             Reconciler(self.spark, s, self.lake))
         self.web = make_server(s.host, s.port, app.server, threaded=True)
         threading.Thread(target=self.web.serve_forever, name="dashboard", daemon=True).start()
         log.info("dashboard at http://%s:%d", s.host, s.port)
@@ -249,8 +259,8 @@ class Loader(Command):
         self._start_kafka()
         self._check_stop()
         self.query = start_load_query(self.spark, s)
-        log.info("watching %s for trade files%s", s.source_dir,
-                 ": loading what is there, then exiting" if s.available_now else f" every {s.trigger.total_seconds():g} s")
+        pace = ": loading what is there, then exiting" if s.available_now else f" every {s.trigger.total_seconds():g} s"
+        log.info("watching %s for trade files%s", s.source_dir, pace)
 
     def run_until_stopped(self) -> int:
         from streaming.loader import short_error
@@ -330,8 +340,11 @@ def run_command(command_class, parse, build_parser, argv: list[str], help_comman
     return code
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, dashboard: DashboardFactory | None = None) -> int:
+    """dashboard: the web app's factory (dashboard.app.create_app), handed in by run.py, so that
+    the pipeline's package never imports the dashboard."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["load"]:
         return run_command(Loader, parse_load_settings, build_load_parser, argv[1:], "python run.py load --help")
-    return run_command(App, parse_settings, build_parser, argv, "python run.py --help")
+    return run_command(functools.partial(App, dashboard=dashboard), parse_settings, build_parser, argv,
+                       "python run.py --help")

@@ -190,7 +190,8 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--late-share", type=_share, default=Simulation.late_share, metavar="SHARE",
                      help="share of trades sent late (default: %(default)s)")
     sim.add_argument("--beyond-watermark-share", type=_share, default=Simulation.beyond_watermark_share,
-                     metavar="SHARE", help="of the late trades, the share later than the watermark (default: %(default)s)")
+                     metavar="SHARE",
+                     help="of the late trades, the share later than the watermark (default: %(default)s)")
     sim.add_argument("--max-lateness", type=_argtype(parse_duration), metavar="DURATION",
                      help="how late a late trade within the watermark is at most, in market time "
                           "(default: 90%% of the watermark)")

@@ -76,7 +76,8 @@ class Simulation:
     late_share: float = 0.05  # share of trades sent late
     beyond_watermark_share: float = 0.2  # of the late ones, the share later than the watermark
     max_lateness: timedelta | None = None  # how late the others are at most (None: 90% of the watermark)
-    max_beyond: timedelta | None = None  # how far beyond the watermark the too-late ones are at most (None: the watermark)
+    # how far beyond the watermark the too-late ones are at most (None: the watermark)
+    max_beyond: timedelta | None = None
     duplicate_share: float = 0.01
     malformed_share: float = 0.0
     seed: int | None = None

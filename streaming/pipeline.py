@@ -154,7 +154,7 @@ class Pipeline:
     def start(self) -> None:
         self.settings.data_dir.mkdir(parents=True, exist_ok=True)
         if self.settings.replay_from is not None:
-            moved = self.checkpoints.set_aside(self.settings.data_dir / "checkpoints.replaced")
+            moved = self.checkpoints.set_aside()
             self.checkpoints.remember_replay(self.settings.replay_from)
             log.info("replaying from Kafka time %s with fresh checkpoints%s", self.settings.replay_from.isoformat(),
                      f" (the old ones are kept in {moved})" if moved else "")

@@ -20,8 +20,8 @@ FAIR_SCHEDULER_POOLS = Path(__file__).resolve().parent / "fairscheduler.xml"
 
 # Checkpoints live under --data-dir on the local disk. Without Hadoop's native library, its
 # default local file system starts a `chmod` (and, through FileContext, `readlink`) process for
-# every file it writes or renames: a micro-batch's offset log, commit log and state files cost
-# 40-140 ms that way, 5-15 ms with these. Renames stay atomic (rename(2)); no .crc side files.
+# every file it writes or renames, in every micro-batch; these settings start no such process.
+# Renames stay atomic (rename(2)); no .crc side files. Measured: docs/operations.md#spark-settings
 LOCAL_CHECKPOINT_FILES = {
     "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
     "spark.hadoop.fs.AbstractFileSystem.file.impl": "org.apache.hadoop.fs.local.RawLocalFs",
@@ -31,15 +31,13 @@ LOCAL_CHECKPOINT_FILES = {
 
 
 # The parse-and-validate stage compiles to one method over HotSpot's 8,000-byte limit for JIT
-# compilation, so by default it runs interpreted. Compiling it anyway cut the JVM's CPU time per
-# trade by about 12 % in a catch-up (streaming.bench).
+# compilation, so by default it runs interpreted: compile it anyway (docs/operations.md#spark-settings).
 JIT_OPTIONS = "-XX:-DontCompileHugeMethods"
 
 # Every stage of every micro-batch serialises its task binary into a 1 MB buffer and
 # broadcasts it in a buffer of one broadcast block (4 MB by default). With a 1 GiB heap G1's
-# regions are 1 MB, so both are "humongous" objects, and each forces a young collection. At
-# 1,000 trades/s over 150 s, time in GC pauses went from 8.7 s (162 humongous collections) to
-# 6.3 s (41) with 256 KB blocks, and to 4.0 s (none) with 4 MB regions as well.
+# regions are 1 MB, so both are "humongous" objects, and each forces a young collection.
+# Smaller blocks and larger regions avoid them (docs/operations.md#spark-settings).
 BROADCAST_BLOCK_SIZE = "256k"
 GC_OPTIONS = "-XX:G1HeapRegionSize=4m"
 JVM_OPTIONS = f"{JIT_OPTIONS} {GC_OPTIONS}"
@@ -118,8 +116,8 @@ def create_spark(master: str = "local[*]", app_name: str = "trade-summary", shuf
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), python_path) if p)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # For the JVM and Spark's Python workers (read at their start): glibc gives each thread that
-    # allocates its own arena, and librdkafka's and the JVM's threads kept hundreds of MB of
-    # freed memory that way while catching up.
+    # allocates its own arena, and librdkafka's and the JVM's threads kept much freed memory that
+    # way while catching up (docs/performance.md#memory).
     os.environ.setdefault("MALLOC_ARENA_MAX", "2")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)

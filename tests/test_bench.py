@@ -13,7 +13,8 @@ def test_the_benchmark_measures_every_figure_and_checks_gold(tmp_path):
     out = tmp_path / "report"
     result = subprocess.run(
         [sys.executable, "-m", "bench", "--trades", "20000", "--batch-size", "10000",
-         "--warmup-trades", "2000", "--freshness-seconds", "10", "--rate", "200", "--callback-runs", "5", "--out", str(out)],
+         "--warmup-trades", "2000", "--freshness-seconds", "10", "--rate", "200", "--callback-runs", "5",
+         "--out", str(out)],
         cwd=REPO, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     last = result.stdout.strip().splitlines()[-1]

@@ -1,6 +1,5 @@
 """SIGKILL the whole app several times while trades flow; afterwards every offset is in bronze
 once, every trade in silver once, and gold equals the exact sums of what was produced.
-from streaming.lake.tables import BRONZE, GOLD, QUARANTINE, SILVER
 
 The broker is external (started by the test fixtures), so only the app dies.
 """
@@ -16,6 +15,7 @@ from datetime import datetime, timedelta, timezone
 
 from deltalake import DeltaTable
 
+from streaming.lake.tables import BRONZE, GOLD, QUARANTINE, SILVER
 from tests.conftest import TopicWriter, trade, wait_for
 from tests.helpers_process import RunPy
 

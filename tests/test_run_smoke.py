@@ -7,7 +7,7 @@ import urllib.request
 import pytest
 from deltalake import DeltaTable
 
-from bench.__main__ import child_pids
+from bench.sampling import child_pids
 from streaming.kafka.admin import wait_until_reachable
 from streaming.kafka.broker import EmbeddedBroker
 from tests.conftest import TopicWriter, free_port, trade, wait_for

@@ -25,7 +25,8 @@ def _noida_binary() -> str:
         raise BrokerError("noida-db is not installed: run `pip install -r requirements.txt`") from None
     binary = Path(noida_db.__file__).parent / "noida-db"
     if not binary.exists():
-        raise BrokerError(f"noida-db binary missing at {binary}: reinstall with `pip install --force-reinstall noida-db`")
+        raise BrokerError(f"noida-db binary missing at {binary}: "
+                          "reinstall with `pip install --force-reinstall noida-db`")
     return str(binary)
 
 

@@ -105,8 +105,9 @@ def group_ranges(ranges: list[KafkaPartitionRange], max_tasks: int | None,
                  min_records_per_task: int = MIN_RECORDS_PER_TASK) -> list[KafkaRangeGroup]:
     """At most `max_tasks` tasks, and no more than one per `min_records_per_task` records,
     each with about the same number of records (largest range first, into the lightest task).
-    A task costs a Python worker round trip (about 100 ms of a small micro-batch), so a live
-    batch of a few thousand records is one task, and a catch-up batch one wave of tasks."""
+    A task costs a Python worker round trip, a fixed cost that dominates a small micro-batch
+    (docs/operations.md#spark-settings), so a live batch of a few thousand records is one task,
+    and a catch-up batch one wave of tasks."""
     if not max_tasks:
         return [KafkaRangeGroup([r]) for r in ranges]
     total = sum(r.until_offset - r.from_offset for r in ranges)
@@ -156,19 +157,19 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return sorted(found)
 
     def _watermarks(self, tps) -> dict[tuple[str, int], tuple[int, int]]:
-        from confluent_kafka import KafkaException, TopicPartition
+        from confluent_kafka import KafkaException
 
         out = {}
-        for topic, partition in tps:
+        for topic in sorted({topic for topic, _ in tps}):
             try:
-                low, high = self._client().get_watermark_offsets(TopicPartition(topic, partition),
-                                                                 timeout=self._timeout_s)
+                marks = clients.watermark_offsets(self._client(), topic, self._timeout_s,
+                                                  partitions=[p for t, p in tps if t == topic])
             except KafkaException as exc:
                 raise KafkaSourceError(
-                    f"cannot read offsets of {topic}/{partition} from "
+                    f"cannot read offsets of topic {topic} from "
                     f"{self.options.client.get('bootstrap.servers')}: {exc.args[0].str()}"
                 ) from None
-            out[(topic, partition)] = (low, high)
+            out.update({(topic, partition): low_high for partition, low_high in marks.items()})
         return out
 
     def _offsets_for_time(self, tps, timestamp_ms: int, highs) -> dict[tuple[str, int], int]:
@@ -285,7 +286,8 @@ def read_range(options: SourceOptions, part: KafkaPartitionRange) -> Iterator:
             pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
             pa.array([part.topic] * n, pa.string()), pa.array([part.partition] * n, pa.int32()),
             pa.array(offsets, pa.int64()),
-            pa.array([ms * 1000 if kind else None for kind, ms in stamps], pa.int64()).cast(schema.field("timestamp").type),
+            pa.array([ms * 1000 if kind else None for kind, ms in stamps],
+                     pa.int64()).cast(schema.field("timestamp").type),
             pa.array([max(0, kind - 1) for kind, _ in stamps], pa.int32()),  # librdkafka 1/2 -> Spark 0/1
         ], schema=schema)
         for column in (keys, values, offsets, stamps):
@@ -342,8 +344,8 @@ def read_range(options: SourceOptions, part: KafkaPartitionRange) -> Iterator:
 
 def release_freed_memory() -> None:
     """Hand the memory librdkafka freed back to the OS. A broker that answers a fetch with the
-    whole rest of the log (the embedded one does) leaves hundreds of MB freed but still held
-    after a large read, in each of Spark's long-lived Python workers."""
+    whole rest of the log (the embedded one does) leaves much memory freed but still held after
+    a large read, in each of Spark's long-lived Python workers (docs/performance.md#memory)."""
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):

@@ -79,12 +79,17 @@ class Checkpoints:
     def query(self, name: str) -> QueryCheckpoint:
         return QueryCheckpoint(self.root / name)
 
-    def set_aside(self, into: str | Path) -> Path | None:
-        """Move every query's checkpoint into `into`/<UTC time> (for --replay-from: the queries
-        start afresh, and the old checkpoints are kept, never deleted)."""
+    @property
+    def set_aside_root(self) -> Path:
+        """Where replaced checkpoints go: beside them (<data-dir>/checkpoints.replaced/)."""
+        return self.root.with_name(self.root.name + ".replaced")
+
+    def set_aside(self) -> Path | None:
+        """Move every query's checkpoint into set_aside_root/<UTC time> (for --replay-from: the
+        queries start afresh, and the old checkpoints are kept, never deleted)."""
         if not self.root.exists():
             return None
-        target = Path(into) / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        target = self.set_aside_root / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.move(str(self.root), str(target))
         return target

@@ -166,9 +166,9 @@ class Lake:
 
     # -- reading --------------------------------------------------------------------------------
     def query(self, table: Table, sql: str) -> pa.Table | None:
-        """Run `sql` on the table, named `t` in it; None if the table does not exist. Without
-        first making a fragment per file, as a pyarrow dataset does: a table gains a file per
-        micro-batch, and at 3,000 files that alone made a filtered read 35 times slower."""
+        """Run `sql` on the table, named `t` in it; None if the table does not exist. Unlike a
+        pyarrow dataset, it makes no fragment per file first, which dominates a filtered read
+        of a table that gains a file per micro-batch (docs/architecture.md#reads)."""
         opened = self.open(table)
         if opened is None:
             return None

@@ -1,5 +1,5 @@
 """A sample trading day for `python run.py load`: four JSON-lines files, one trade per line, for
-2026-03-02 09:00-17:00 UTC. Deterministic (a fixed seed), so `python -m streaming.sample_day`
+2026-03-02 09:00-17:00 UTC. Deterministic (a fixed seed), so `python -m streaming.simulation.sample_day`
 rewrites samples/trading-day/ byte for byte and prints what the files hold.
 
 The last file also holds what a captured feed does: one trade delivered twice and three bad
@@ -26,7 +26,7 @@ SESSIONS = (  # (from, to, trades): one file each
     (time(13), time(15), 80),
     (time(15), time(17), 100),
 )
-DEFAULT_DIR = Path(__file__).resolve().parent.parent / "samples" / "trading-day"
+DEFAULT_DIR = Path(__file__).resolve().parents[2] / "samples" / "trading-day"
 BAD_LINES = (
     '{"trade_id":"bad-json-1","account_id":"ACC-00007","symbol":"AAPL","side":"BUY","quantity":5,',
     '{"trade_id":"bad-type-1","account_id":"ACC-00008","symbol":"MSFT","side":"SELL","quantity":"ten",'

@@ -1,0 +1,195 @@
+"""The report: docs/benchmarks.md with its two plots, and the final `bench:` line.
+
+Every figure is written beside what it measures and how, so the page can be read without
+this code; the `bench:` line sums the run up in one line for scripts and the tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import platform
+from datetime import datetime, timezone
+from pathlib import Path
+
+from bench.load import PARTITIONS
+from bench.results import TARGETS, Results
+from bench.sampling import MemorySampler
+from streaming.config import Settings, format_duration
+
+log = logging.getLogger("bench")
+COMMAND = "python -m bench"
+
+
+def summary_line(results: Results) -> str:
+    """One line for scripts and the tests: keep its keys."""
+    return (f"bench: throughput={results.throughput:,.0f} ratio_to_broker={results.ratio_to_broker:.3f} "
+            f"freshness_p95_s={results.percentile(results.latencies(), 95):.2f} "
+            f"callback_p95_ms={results.percentile(results.callback_ms, 95):.1f} "
+            f"rss_mb={results.peak_total_rss_mb:,.0f}")
+
+
+def write(results: Results, args: argparse.Namespace) -> Path:
+    """benchmarks.md and the plots into args.out; returns the page's path."""
+    args.out.mkdir(parents=True, exist_ok=True)
+    plots = plot(results, args.out)
+    page = args.out / "benchmarks.md"
+    page.write_text(report(results, args, plots))
+    return page
+
+
+def machine() -> dict[str, str]:
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor() or "unknown")
+    memory = next((line.split()[1] for line in Path("/proc/meminfo").read_text().splitlines()
+                   if line.startswith("MemTotal")), "0")
+    import pyspark
+
+    return {"cpu": f"{os.cpu_count()} cores, {cpu}", "memory": f"{int(memory) / 1024 / 1024:.1f} GiB",
+            "python": platform.python_version(), "spark": pyspark.__version__, "os": platform.platform()}
+
+
+def plot(results: Results, out_dir: Path) -> list[str]:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log.warning("matplotlib is not installed (pip install -r requirements-bench.txt): no plots")
+        return []
+    names = []
+    if results.freshness:
+        fig, ax = plt.subplots(figsize=(8, 3.5))
+        ax.scatter([t for t, _ in results.freshness], [v for _, v in results.freshness], s=2, color="#1f77b4",
+                   alpha=0.4, label="one trade")
+        for p, style in ((50, "--"), (95, "-")):
+            value = results.percentile(results.latencies(), p)
+            ax.axhline(value, color="#ff7f0e", linestyle=style, label=f"p{p} {value:.2f} s")
+        ax.axhline(TARGETS["freshness_p95_s"], color="#7f7f7f", linestyle=":", label="target p95")
+        ax.set(xlabel="seconds since steady production began", ylabel="produce -> visible in gold (s)",
+               title=f"Freshness at {results.freshness_rate:,.0f} trades/s")
+        ax.legend(loc="upper right", fontsize=8)
+        fig.tight_layout()
+        fig.savefig(out_dir / "bench-freshness.png", dpi=110)
+        plt.close(fig)
+        names.append("bench-freshness.png")
+    fig, ax = plt.subplots(figsize=(8, 2.8))
+    labels = ["broker: plain consumer", "pipeline: Kafka -> gold", "target"]
+    values = [results.broker_msgs_per_s, results.throughput, TARGETS["throughput"]]
+    ax.barh(labels, values, color=["#7f7f7f", "#1f77b4", "#ff7f0e"])
+    for y, value in enumerate(values):
+        ax.text(value, y, f" {value:,.0f}/s", va="center", fontsize=8)
+    ax.set(xlabel="trades (records) per second", title=f"Throughput on {results.trades:,} preloaded trades")
+    ax.set_xlim(0, max(values) * 1.25)
+    fig.tight_layout()
+    fig.savefig(out_dir / "bench-throughput.png", dpi=110)
+    plt.close(fig)
+    names.append("bench-throughput.png")
+    return names
+
+
+def report(results: Results, args: argparse.Namespace, plots: list[str]) -> str:
+    p = results.percentile
+    lat, cb = results.latencies(), results.callback_ms
+    rss_total = results.peak_total_rss_mb
+
+    def verdict(value, target, higher_is_better=False):
+        met = value >= target if higher_is_better else value <= target
+        return "met" if met else "**not met**"
+
+    rows = [
+        ("throughput, Kafka -> gold (sustained)", f"{results.throughput:,.0f} trades/s",
+         f">= {TARGETS['throughput']:,}", verdict(results.throughput, TARGETS["throughput"], True)),
+        ("ratio to the broker anchor", f"{results.ratio_to_broker:.3f}", "", ""),
+        ("freshness p50 / p95 / p99", f"{p(lat, 50):.2f} / {p(lat, 95):.2f} / {p(lat, 99):.2f} s",
+         f"p95 <= {TARGETS['freshness_p95_s']:g} s", verdict(p(lat, 95), TARGETS["freshness_p95_s"])),
+        ("dashboard data callback + chart figure p50 / p95", f"{p(cb, 50):.1f} / {p(cb, 95):.1f} ms",
+         f"p95 <= {TARGETS['callback_p95_ms']:g} ms", verdict(p(cb, 95), TARGETS["callback_p95_ms"])),
+        ("whole page refresh (every callback) p50 / p95",
+         f"{p(results.refresh_ms, 50):.1f} / {p(results.refresh_ms, 95):.1f} ms", "", ""),
+        ("peak RSS, all processes", f"{rss_total:,.0f} MiB", f"<= {TARGETS['rss_mb']:,.0f} MiB",
+         verdict(rss_total, TARGETS["rss_mb"])),
+    ]
+    m = machine()
+    lines = [
+        "# Benchmarks",
+        "",
+        f"Measured by `{' '.join([COMMAND, *args.argv])}` on "
+        f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC. One run measures everything, so the figures",
+        "compare with each other; the machine is shared, so expect some spread between runs.",
+        "",
+        "| figure | measured | target | |",
+        "|---|---|---|---|",
+        *[f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows],
+        "",
+        "## Machine",
+        "",
+        *[f"- {k}: {v}" for k, v in m.items()],
+        f"- Spark master `{args.master}`, {PARTITIONS} topic partitions, embedded noida-db broker"
+        + "".join(f", `--conf {key}={value}`" for key, value in args.conf),
+        "",
+        "## What each figure is",
+        "",
+        f"- **Broker anchor**: {results.broker_msgs_per_s:,.0f} records/s, a plain confluent-kafka consumer "
+        f"reading the {results.trades:,} preloaded trades (assign + consume, each value touched). The pipeline "
+        "cannot read faster than this.",
+        f"- **Throughput**: both queries (`bronze_silver` and `gold_trade_summary`) catch up on the preloaded "
+        f"trades with `--available-now` and `--max-offsets-per-trigger {args.batch_size}`. Sustained = trades / "
+        "(first batch start .. last batch end); gold is then checked against the exact totals. "
+        f"End to end, including query start-up: {results.throughput_wall:,.0f} trades/s. "
+        f"Spark itself took {results.spark_start_s:.1f} s to start (not counted)."
+        + (f" Before it, the same pipeline ran over {results.warmup_trades:,} other trades (not counted), as "
+           "a pipeline that has been running has its hot code compiled by the JVM, its Python workers "
+           f"started and its code generated. That warm-up itself, cold, ran at {results.throughput_cold:,.0f} "
+           "trades/s." if results.warmup_trades else ""),
+        *[f"  - `{name}`: {s['batches']} batches of up to {args.batch_size:,} records, "
+          f"mean {s['mean_ms']:,.0f} ms, max {s['max_ms']:,.0f} ms" for name, s in results.batches.items()],
+        f"- **Freshness**: trades produced at {results.freshness_rate:,.0f}/s for {args.freshness_seconds:g} s "
+        f"with the default {format_duration(Settings.trigger)} trigger; a trade's latency is from its "
+        "`produce()` call to the first read of gold (polled every 50 ms) whose total count includes it. "
+        f"{len(lat):,} trades measured" + (f", {results.freshness_missing:,} never showed" if
+                                           results.freshness_missing else "") + ".",
+        f"- **Dashboard**: the callbacks as the browser runs them, through Dash's HTTP endpoint. The data "
+        "callback reads gold, corrections and late trades into the store; the chart callback builds the "
+        "figure from it (the target's figure); the whole refresh adds the KPI, feed and health callbacks. "
+        "Gold gets a new version before each refresh, as it does live. A full trading day: "
+        f"{results.dashboard_rows.get('windows', 0)} windows, {results.dashboard_rows.get('corrections', 0)} "
+        f"corrections, {results.dashboard_rows.get('late_trades', 0)} too-late trades; {len(cb)} refreshes.",
+        "- **Memory**: every process sampled each second through the run. The peak of their RSS summed "
+        f"at one moment is the figure above; PSS, which shares the pages Spark's forked Python workers have "
+        f"in common out among them, peaked at {results.peak_total_pss_mb:,.0f} MiB. Each group's own peak RSS: "
+        + ", ".join(f"{name} {mb:,.0f} MiB" for name, mb in results.rss_mb.items()) + ".",
+        "",
+        "## Where the CPU went",
+        "",
+        f"CPU seconds per process group in each phase (the machine has {os.cpu_count()} cores, so "
+        "a phase can use at most that many times its wall time):",
+        "",
+        "| phase | wall | " + " | ".join(MemorySampler.GROUPS) + " | cores busy |",
+        "|---|---|" + "---|" * len(MemorySampler.GROUPS) + "---|",
+        *[f"| {name} | {results.phase_s[name]:.1f} s | "
+          + " | ".join(f"{cpu[g]:.1f} s" for g in MemorySampler.GROUPS)
+          + f" | {sum(cpu.values()) / results.phase_s[name]:.2f} |" for name, cpu in results.cpu_s.items()],
+        "",
+        *cpu_per_trade_lines(results),
+    ]
+    for name in plots:
+        lines += [f"![{name}]({name})", ""]
+    return "\n".join(lines)
+
+
+def cpu_per_trade_lines(results: Results) -> list[str]:
+    """The throughput phase's CPU per trade, against what the target leaves on these cores."""
+    cpu = results.cpu_s.get("throughput")
+    if not cpu or not results.trades:
+        return []
+    per_trade = {group: seconds / results.trades * 1e6 for group, seconds in cpu.items()}
+    budget = (os.cpu_count() or 1) / TARGETS["throughput"] * 1e6
+    return [
+        f"Per trade in the throughput phase: {sum(per_trade.values()):.1f} us of CPU ("
+        + ", ".join(f"{group} {us:.1f} us" for group, us in per_trade.items()) + f"). {TARGETS['throughput']:,} "
+        f"trades/s on {os.cpu_count()} cores leaves {budget:.0f} us per trade for all of them together.",
+        "",
+    ]

@@ -1,0 +1,50 @@
+"""The figures of one bench run, filled in by the phases and read by the report, and the
+targets they are reported against (from the issue; never asserted in tests)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+TARGETS = {
+    "throughput": 50_000,  # trades/s sustained, Kafka to gold
+    "freshness_p95_s": 2.0,  # at 1,000 trades/s
+    "callback_p95_ms": 50.0,
+    "rss_mb": 2048.0,
+}
+
+
+@dataclass
+class Results:
+    trades: int = 0
+    preload_s: float = 0.0
+    broker_msgs_per_s: float = 0.0
+    spark_start_s: float = 0.0
+    throughput: float = 0.0  # sustained: trades / (last batch end - first batch start)
+    throughput_wall: float = 0.0  # trades / (query start .. both queries done)
+    warmup_trades: int = 0
+    throughput_cold: float = 0.0  # the warm-up's own sustained rate, in a JVM that had run nothing yet
+    batches: dict = field(default_factory=dict)  # query -> {"batches", "mean_ms", "max_ms"}
+    freshness: list = field(default_factory=list)  # (seconds since start, latency s) per trade
+    freshness_rate: float = 0.0
+    freshness_missing: int = 0
+    callback_ms: list = field(default_factory=list)  # the data callback + the chart figure
+    refresh_ms: list = field(default_factory=list)  # every callback of one page refresh
+    cpu_s: dict = field(default_factory=dict)  # phase -> {process group: CPU seconds}
+    phase_s: dict = field(default_factory=dict)  # phase -> wall seconds
+    dashboard_rows: dict = field(default_factory=dict)
+    rss_mb: dict = field(default_factory=dict)  # group -> its peak RSS
+    peak_total_rss_mb: float = 0.0  # the peak of all groups' RSS summed at one moment
+    peak_total_pss_mb: float = 0.0
+
+    def percentile(self, values: list[float], p: float) -> float:
+        if not values:
+            return float("nan")
+        ordered = sorted(values)
+        return ordered[min(len(ordered) - 1, max(0, round(p / 100 * len(ordered)) - 1))]
+
+    @property
+    def ratio_to_broker(self) -> float:
+        return self.throughput / self.broker_msgs_per_s if self.broker_msgs_per_s else float("nan")
+
+    def latencies(self) -> list[float]:
+        return [latency for _, latency in self.freshness]

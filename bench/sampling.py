@@ -1,0 +1,183 @@
+"""Sampling while the bench runs: the processes of the run (from /proc: their memory and CPU
+time) and gold's total trade count (when each new total became visible).
+
+Both are `Poller`s, daemon threads that tick at a fixed interval until stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+
+import pyarrow.compute as pc
+
+from streaming.lake import tables
+from streaming.lake.store import Lake
+
+log = logging.getLogger("bench")
+
+
+# -- /proc -------------------------------------------------------------------------------------
+def child_pids(pid: int) -> list[int]:
+    """Every descendant of `pid` (the JVM and Spark's Python workers), from /proc."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            parents.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def proc_kib(pid: int, field: str, file: str = "status") -> int:
+    """A memory figure of /proc/<pid>/status (VmRSS, VmHWM) or smaps_rollup (Pss), in KiB."""
+    try:
+        for line in Path(f"/proc/{pid}/{file}").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def cpu_ticks(pid: int) -> int | None:
+    """User + system CPU time of a process, in clock ticks (not its children: they are sampled too)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def process_name(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def broker_pid(data_dir: Path) -> int | None:
+    """The embedded broker's pid, from the control file noida-db keeps in its data dir."""
+    try:
+        control = json.loads((data_dir / "noida.control.json").read_text())
+    except (OSError, ValueError):
+        return None
+    pid = control.get("pid") if isinstance(control, dict) else None
+    return int(pid) if pid else None
+
+
+# -- pollers -----------------------------------------------------------------------------------
+class Poller:
+    """Calls tick() every `interval_s` on a daemon thread until stopped."""
+
+    def __init__(self, name: str, interval_s: float):
+        self.interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def tick(self) -> None:
+        raise NotImplementedError
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.tick()
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+
+class MemorySampler(Poller):
+    """Samples every process of the run each second: the JVM, this Python driver, Spark's
+    Python workers and the broker. Keeps each group's peak RSS and the peak of their sum at
+    one moment (RSS counts pages shared by forked workers in each of them; PSS shares them out)."""
+
+    GROUPS = ("JVM", "Python (driver)", "Spark Python workers", "broker")
+
+    def __init__(self, broker_dir: Path, interval_s: float = 1.0):
+        super().__init__("memory", interval_s)
+        self.broker_dir = broker_dir
+        self.peak_rss = dict.fromkeys(self.GROUPS, 0.0)
+        self.peak_total_rss = self.peak_total_pss = 0.0
+        self._cpu_ticks: dict[int, tuple[str, int]] = {}  # pid -> (group, user + system ticks last seen)
+        self._lock = threading.Lock()
+
+    def groups(self) -> dict[str, list[int]]:
+        children = child_pids(os.getpid())
+        jvm = [pid for pid in children if process_name(pid) == "java"]
+        broker = broker_pid(self.broker_dir)
+        return {"JVM": jvm, "Python (driver)": [os.getpid()],
+                "Spark Python workers": [pid for pid in children if pid not in jvm],
+                "broker": [broker] if broker else []}
+
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU time used so far by each group's processes (exited ones as last seen)."""
+        self.sample()
+        with self._lock:
+            totals = dict.fromkeys(self.GROUPS, 0.0)
+            for group, ticks in self._cpu_ticks.values():
+                totals[group] += ticks / os.sysconf("SC_CLK_TCK")
+            return totals
+
+    def sample(self) -> None:
+        total_rss = total_pss = 0.0
+        for name, pids in self.groups().items():
+            for pid in pids:
+                ticks = cpu_ticks(pid)
+                if ticks is not None:
+                    with self._lock:
+                        self._cpu_ticks[pid] = (name, ticks)
+            rss = sum(proc_kib(pid, "VmRSS") for pid in pids) / 1024
+            total_rss += rss
+            total_pss += sum(proc_kib(pid, "Pss", "smaps_rollup") for pid in pids) / 1024
+            self.peak_rss[name] = max(self.peak_rss[name], rss)
+        self.peak_total_rss = max(self.peak_total_rss, total_rss)
+        self.peak_total_pss = max(self.peak_total_pss, total_pss)
+
+    def tick(self) -> None:
+        self.sample()
+
+    def stop(self) -> None:
+        super().stop()
+        self.sample()
+
+
+class GoldWatcher(Poller):
+    """Polls gold's total trade count; records when each new total became visible."""
+
+    def __init__(self, lake: Lake, interval_s: float = 0.05):
+        super().__init__("gold-watcher", interval_s)
+        self.lake = lake
+        self.seen: list[tuple[float, int]] = []  # (monotonic time, total trade count)
+        self._version = None
+
+    def total(self) -> int:
+        return self.seen[-1][1] if self.seen else 0
+
+    def tick(self) -> None:
+        try:
+            # Most ticks find no new commit: bringing the open table up to date is all they
+            # cost, and only a new version is read. The lake keeps the table open per thread.
+            gold = self.lake.open(tables.GOLD)
+            if gold is None or gold.version() == self._version:
+                return
+            self._version = gold.version()
+            counts = self.lake.read(tables.GOLD, columns=["trade_count"])["trade_count"]
+            self.seen.append((time.monotonic(), pc.sum(counts).as_py() or 0))
+        except Exception as exc:  # noqa: BLE001 - a read racing a commit: try again next tick
+            log.debug("gold watcher: %s", exc)

@@ -1,0 +1,67 @@
+"""The layout's rules, checked on the source: the product never imports its tools, no import
+cycle, and no table path spelled outside the lake (ARCHITECTURE.md)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGES = ("streaming", "dashboard", "bench")
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in (REPO / package).rglob("*.py"):
+            parts = path.relative_to(REPO).with_suffix("").parts
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def imports_of(path: Path, known: set[str]) -> set[str]:
+    """The project modules a module imports, at any depth of its code."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return {name for name in names if name in known}
+
+
+def test_the_product_never_imports_the_dashboard_or_the_benchmark():
+    known = set(modules())
+    offenders = {name: sorted(i for i in imports_of(path, known) if i.split(".")[0] in ("dashboard", "bench"))
+                 for name, path in modules().items() if name.startswith("streaming")}
+    assert {name: found for name, found in offenders.items() if found} == {}
+
+
+def test_no_module_imports_itself_through_others():
+    known = set(modules())
+    graph = {name: imports_of(path, known) - {name} for name, path in modules().items()}
+    cycles = []
+
+    def visit(name: str, trail: list[str]) -> None:
+        for nxt in graph.get(name, ()):
+            if nxt in trail:
+                cycles.append(trail[trail.index(nxt):] + [nxt])
+            elif len(trail) < 12:
+                visit(nxt, trail + [nxt])
+
+    for start in graph:
+        visit(start, [start])
+    # A package's __init__ is imported by its modules implicitly; only real cycles count.
+    real = {" -> ".join(cycle) for cycle in cycles if not any("." not in m and m in PACKAGES for m in cycle)}
+    assert real == set()
+
+
+def test_no_table_path_is_spelled_outside_the_lake():
+    # "gold/trade_summary", or a path joined as data_dir / "gold" / ...
+    table_names = re.compile(r"""["'](bronze|silver|gold)/\w|/\s*["'](bronze|silver|gold)["']""")
+    offenders = [f"{path.relative_to(REPO)}:{number}"
+                 for name, path in modules().items() if not name.startswith("streaming.lake")
+                 for number, line in enumerate(path.read_text().splitlines(), 1) if table_names.search(line)]
+    assert offenders == []
