@@ -324,6 +324,7 @@ def run(args: argparse.Namespace) -> Results:
         memory.stop()
         results.rss_mb = dict(memory.peak_rss)
         results.peak_total_rss_mb, results.peak_total_pss_mb = memory.peak_total_rss, memory.peak_total_pss
+        results.peak_pipeline_rss_mb = memory.peak_pipeline_rss
         log.info("    peak RSS: %s; all together at one moment %s MiB RSS, %s MiB PSS",
                  ", ".join(f"{k} {v:,.0f} MiB" for k, v in results.rss_mb.items()),
                  f"{memory.peak_total_rss:,.0f}", f"{memory.peak_total_pss:,.0f}")

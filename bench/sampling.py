@@ -113,7 +113,7 @@ class MemorySampler(Poller):
         super().__init__("memory", interval_s)
         self.broker_dir = broker_dir
         self.peak_rss = dict.fromkeys(self.GROUPS, 0.0)
-        self.peak_total_rss = self.peak_total_pss = 0.0
+        self.peak_total_rss = self.peak_total_pss = self.peak_pipeline_rss = 0.0
         self._cpu_ticks: dict[int, tuple[str, int]] = {}  # pid -> (group, user + system ticks last seen)
         self._lock = threading.Lock()
 
@@ -135,7 +135,7 @@ class MemorySampler(Poller):
             return totals
 
     def sample(self) -> None:
-        total_rss = total_pss = 0.0
+        total_rss = total_pss = broker_rss = 0.0
         for name, pids in self.groups().items():
             for pid in pids:
                 ticks = cpu_ticks(pid)
@@ -146,7 +146,9 @@ class MemorySampler(Poller):
             total_rss += rss
             total_pss += sum(proc_kib(pid, "Pss", "smaps_rollup") for pid in pids) / 1024
             self.peak_rss[name] = max(self.peak_rss[name], rss)
+            broker_rss += rss if name == "broker" else 0.0
         self.peak_total_rss = max(self.peak_total_rss, total_rss)
+        self.peak_pipeline_rss = max(self.peak_pipeline_rss, total_rss - broker_rss)
         self.peak_total_pss = max(self.peak_total_pss, total_pss)
 
     def tick(self) -> None:
