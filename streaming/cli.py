@@ -170,7 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
     stream.add_argument("--watermark", type=_argtype(parse_duration), default=parse_duration("30 minutes"),
                         metavar="DURATION", help="how late a trade may arrive and still count (default: '30 minutes')")
     stream.add_argument("--trigger", type=_argtype(parse_duration), default=parse_duration("1 second"),
-                        metavar="DURATION", help="micro-batch interval of the gold query (default: '1 second')")
+                        metavar="DURATION",
+                        help="micro-batch interval of the gold query, e.g. '2 seconds' or '500 milliseconds' "
+                             "(default: '1 second')")
     stream.add_argument("--bronze-silver-trigger", type=_argtype(parse_duration), metavar="DURATION",
                         help="micro-batch interval of the bronze/silver query, which feeds the audit tables "
                              f"and the too-late list rather than the chart (default: {BRONZE_SILVER_TRIGGER_FACTOR} x "

@@ -15,24 +15,27 @@ from typing import Mapping
 
 SECRET_KEY_PATTERN = re.compile(r"password|secret|jaas|token|key\.pem|private", re.IGNORECASE)
 
-_DURATION = re.compile(r"^\s*(\d+)\s*(second|minute|hour|day)s?\s*$", re.IGNORECASE)
-_UNIT_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(millisecond|second|minute|hour|day)s?\s*$", re.IGNORECASE)
+_UNIT_MILLISECONDS = {"millisecond": 1, "second": 1000, "minute": 60_000, "hour": 3_600_000, "day": 86_400_000}
 
 
 def parse_duration(text: str) -> timedelta:
-    """'15 minutes' -> timedelta(minutes=15). Spark's interval words, singular or plural."""
+    """'15 minutes' -> timedelta(minutes=15); '0.25 seconds' or '250 milliseconds' for a short
+    trigger. Spark's interval words, singular or plural; at least a millisecond, in whole ones."""
     match = _DURATION.match(str(text))
-    if not match or int(match.group(1)) <= 0:
+    milliseconds = float(match.group(1)) * _UNIT_MILLISECONDS[match.group(2).lower()] if match else 0
+    if milliseconds < 1 or milliseconds != int(milliseconds):
         raise ValueError(
             f"invalid duration {text!r}: expected a positive number and a unit, "
-            "e.g. '15 minutes', '30 seconds', '1 hour'"
+            "e.g. '15 minutes', '30 seconds', '1 hour', '250 milliseconds' (whole milliseconds)"
         )
-    return timedelta(seconds=int(match.group(1)) * _UNIT_SECONDS[match.group(2).lower()])
+    return timedelta(milliseconds=int(milliseconds))
 
 
 def format_duration(delta: timedelta) -> str:
-    """timedelta -> the interval string Spark expects ('900 seconds')."""
-    return f"{int(delta.total_seconds())} seconds"
+    """timedelta -> the interval string Spark expects ('900 seconds', '250 milliseconds')."""
+    milliseconds = round(delta.total_seconds() * 1000)
+    return f"{milliseconds // 1000} seconds" if milliseconds % 1000 == 0 else f"{milliseconds} milliseconds"
 
 
 def parse_instant(text: str) -> datetime:

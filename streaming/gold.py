@@ -60,7 +60,7 @@ def trade_summary(trades: DataFrame, window: timedelta, watermark: timedelta) ->
 
 def window_starts(event_times: pa.ChunkedArray | pa.Array, window: timedelta) -> pa.Array:
     """Spark's tumbling window start: the event time floored to the window, from the epoch."""
-    return pc.floor_temporal(event_times, multiple=int(window.total_seconds()), unit="second")
+    return pc.floor_temporal(event_times, multiple=round(window.total_seconds() * 1000), unit="millisecond")
 
 
 def window_sums(trades: pa.Table, window: timedelta) -> pa.Table:
