@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
+from urllib.parse import urlsplit
 
 import flask
 from dash import Dash
@@ -22,14 +23,24 @@ from streaming.lake.store import Lake
 from streaming.lake.tables import CORRECTIONS, GOLD, LATE_TRADES
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
+# The names the dashboard always answers to, on any port.
+LOCAL_HOSTS = ("127.0.0.1", "localhost")
+# Bind addresses that mean "every interface": not a name a browser would send as the Host.
+WILDCARD_ADDRESSES = frozenset({"", "0.0.0.0", "::", "[::]"})
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 def create_app(lake: Lake | str | Path, refresh_ms: int = 2000, simulator=None,
-               health: Callable[[], dict] | None = None, reconciler=None) -> Dash:
+               health: Callable[[], dict] | None = None, reconciler=None,
+               allowed_hosts: Iterable[str] = LOCAL_HOSTS) -> Dash:
     """lake: the pipeline's tables (a Lake, or its data dir). simulator, health (a
     HealthMonitor's snapshot) and reconciler are optional: without them the page shows the
-    tables, and the controls that need them say they are not available."""
+    tables, and the controls that need them say they are not available.
+    allowed_hosts: host names (or addresses) the dashboard answers to besides LOCAL_HOSTS,
+    on any port; wildcard bind addresses such as 0.0.0.0 are ignored. Every other Host, and
+    a state-changing request from a page of another origin, gets 403 (see guard_hosts)."""
     app = Dash(__name__, title="Trade Summary", assets_folder=str(ASSETS), update_title=None)
+    guard_hosts(app.server, allowed_hosts)
     lake = lake if isinstance(lake, Lake) else Lake(lake)
     readers = {
         "gold": TableReader(lake, GOLD, GOLD_COLUMNS),
@@ -58,6 +69,67 @@ def create_app(lake: Lake | str | Path, refresh_ms: int = 2000, simulator=None,
         return flask.jsonify(status())
 
     return app
+
+
+def allowed_host_names(extra: Iterable[str] = ()) -> frozenset[str]:
+    """LOCAL_HOSTS plus the specific names in `extra`, lower-case, without brackets or ports."""
+    names = {_host_name(name) for name in (*LOCAL_HOSTS, *extra) if name.strip() not in WILDCARD_ADDRESSES}
+    return frozenset(name for name in names if name)
+
+
+def guard_hosts(server: flask.Flask, allowed_hosts: Iterable[str] = LOCAL_HOSTS) -> None:
+    """A check before every route of the server (the page, its callbacks, /api/status, assets)
+    against DNS rebinding and cross-site requests: the Host must be an allowed name (any port),
+    and a POST (any method but GET/HEAD/OPTIONS) carrying an Origin must come from an allowed
+    name too. Requests without an Origin (curl, scripts) pass when their Host does."""
+    allowed = allowed_host_names((allowed_hosts,) if isinstance(allowed_hosts, str) else allowed_hosts)
+
+    @server.before_request
+    def check_host_and_origin():
+        request = flask.request
+        host = request.headers.get("Host") or request.host
+        if _host_name(host) not in allowed:
+            return _forbidden(f"Host {host!r} is not allowed: open the dashboard as http://127.0.0.1 or "
+                              "http://localhost, or start it with --allow-host NAME.")
+        origin = request.headers.get("Origin")
+        if origin is not None and request.method not in SAFE_METHODS:
+            origin_host = _origin_host(origin)
+            if origin_host not in allowed:
+                return _forbidden(f"Origin {origin!r} is not allowed to change this dashboard.")
+        return None
+
+
+def _host_name(host: str | None) -> str | None:
+    """'LocalHost:8050' -> 'localhost', '[::1]:8050' -> '::1'; None when it is not a host[:port]."""
+    host = (host or "").strip().lower()
+    if host.startswith("["):
+        name, bracket, rest = host[1:].partition("]")
+        if not bracket or (rest and not (rest.startswith(":") and rest[1:].isdigit())):
+            return None
+        return name or None
+    if host.count(":") > 1:  # a bare IPv6 address (a setting; a Host header brackets it)
+        return host
+    name, colon, port = host.partition(":")
+    if colon and not port.isdigit():
+        return None
+    return name or None
+
+
+def _origin_host(origin: str) -> str | None:
+    """The host name of an Origin header ('http://localhost:8050' -> 'localhost'); None for
+    'null' or anything unreadable."""
+    try:
+        parts = urlsplit(origin.strip())
+        parts.port  # raises ValueError on a malformed port
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https"):
+        return None
+    return parts.hostname or None
+
+
+def _forbidden(reason: str) -> flask.Response:
+    return flask.Response(reason + "\n", status=403, mimetype="text/plain")
 
 
 def empty_status() -> dict:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import math
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 from typing import Callable
 
 import pandas as pd
@@ -28,6 +28,8 @@ from streaming.lake.store import Lake
 
 log = logging.getLogger(__name__)
 UNAVAILABLE = "The producer simulation is not available in this run."
+SWITCH_INVALID = "The producer switch sent an unexpected value; the simulation is unchanged."
+CHOOSE_WINDOWS = "Choose the windows to backfill first."
 
 
 def register_callbacks(app: Dash, readers: dict[str, TableReader], status: Callable[[], dict],
@@ -37,10 +39,14 @@ def register_callbacks(app: Dash, readers: dict[str, TableReader], status: Calla
     @app.callback(Output(ids.SNAPSHOT, "data"), Input(ids.TICK, "n_intervals"), Input(ids.DAY_PICKER, "value"),
                   Input(ids.CHANNEL_FILTER, "value"), Input(ids.SYMBOL_FILTER, "value"))
     def refresh_snapshot(_tick, day, channel, symbol):
+        # The page's choices as the dropdowns give them: a text each, or none. Anything else is
+        # ignored (the latest day, every channel and symbol) rather than failing the refresh.
+        day, channel, symbol = (_text(value) for value in (day, channel, symbol))
         gold = readers["gold"].read()
         drill = None
         if (channel or symbol) and lake is not None:
-            shown = day or next(iter(trading_days(gold)), None)
+            days = trading_days(gold)
+            shown = day if day in days else next(iter(days), None)
             if shown is not None:
                 drill = silver_windows(read_silver_day(lake, shown, channel, symbol), window_length(gold))
         snapshot = snapshot_from(gold, readers["corrections"].read(), readers["late_trades"].read(), day, drill)
@@ -67,7 +73,9 @@ def register_callbacks(app: Dash, readers: dict[str, TableReader], status: Calla
     @app.callback(Output(ids.CHART, "figure"), Input(ids.SNAPSHOT, "data"), Input(ids.CHART_MODE, "value"),
                   Input(ids.FIRST_REPORTED, "value"))
     def draw_chart(snapshot, mode, first_reported):
-        return figures.summary_figure(snapshot, mode, first_reported="on" in (first_reported or []))
+        shown_first = isinstance(first_reported, list) and "on" in first_reported
+        return figures.summary_figure(snapshot if isinstance(snapshot, dict) else None, mode,
+                                      first_reported=shown_first)
 
     @app.callback(Output(ids.STATUS_LINE, "children"), Output(ids.LATE_COUNTERS, "children"),
                   Output(ids.CORRECTIONS_FEED, "children"), Output(ids.LATE_TRADES_LIST, "children"),
@@ -86,7 +94,10 @@ def register_callbacks(app: Dash, readers: dict[str, TableReader], status: Calla
     def toggle_producer(value):
         if simulator is None:
             return UNAVAILABLE
-        simulator.set_enabled("on" in (value or []))
+        enabled = switch_value(value)
+        if enabled is None:
+            return SWITCH_INVALID
+        simulator.set_enabled(enabled)
         return "Simulation running." if simulator.enabled else "Simulation paused."
 
     @app.callback(Output(ids.CONTROL_MESSAGE, "children"),
@@ -95,11 +106,12 @@ def register_callbacks(app: Dash, readers: dict[str, TableReader], status: Calla
     def apply_rate(_clicks, rate):
         if simulator is None:
             return UNAVAILABLE
-        message = validate_rate(rate)
-        if message:
-            return message
-        simulator.configure(rate=float(rate))
-        return f"Rate set to {float(rate):g} trades/s."
+        value = parse_rate(rate)
+        if isinstance(value, str):
+            return value
+        message = f"Rate set to {value:g} trades/s."
+        simulator.configure(rate=value)
+        return message
 
     @app.callback(Output(ids.LATE_MESSAGE, "children"), Input(ids.LATE_APPLY, "n_clicks"),
                   State(ids.LATE_SHARE_INPUT, "value"), State(ids.BEYOND_SHARE_INPUT, "value"),
@@ -112,9 +124,9 @@ def register_callbacks(app: Dash, readers: dict[str, TableReader], status: Calla
         knobs = late_knobs(late_percent, beyond_percent, max_minutes, watermark_minutes, beyond_minutes)
         if isinstance(knobs, str):
             return knobs
+        message = late_knobs_message(knobs)  # from the validated numbers, before anything is applied
         simulator.configure(**knobs)
-        return (f"{late_percent:g} % of trades late, {beyond_percent:g} % of those beyond the watermark by up to "
-                f"{beyond_minutes:g} min, the others up to {max_minutes:g} min late.")
+        return message
 
     @app.callback(Output(ids.RECONCILE_RESULT, "data"), Output(ids.RECONCILE_MESSAGE, "children"),
                   Input(ids.RECONCILE_CHECK, "n_clicks"), Input(ids.BACKFILL_APPLY, "n_clicks"),
@@ -122,16 +134,18 @@ def register_callbacks(app: Dash, readers: dict[str, TableReader], status: Calla
     def reconcile(_check, _backfill, chosen, snapshot):
         if reconciler is None:
             return no_update, "Reconciliation is not available in this run."
-        windows = (snapshot or {}).get("windows") or []
-        if not windows:
+        day = snapshot_day(snapshot)
+        if day is None:
             return None, "Nothing to reconcile yet: the chart has no windows."
+        starts = None
+        if ctx.triggered_id == ids.BACKFILL_APPLY:
+            starts = window_starts(chosen)
+            if starts is None:
+                return no_update, CHOOSE_WINDOWS
         message = ""
         try:
-            if ctx.triggered_id == ids.BACKFILL_APPLY:
-                if not chosen:
-                    return no_update, "Choose the windows to backfill first."
-                message = reconciler.backfill(chosen).message() + " "
-            day = pd.Timestamp(windows[0]["window_start"]).date()
+            if starts is not None:
+                message = reconciler.backfill(starts).message() + " "
             frame = reconciler.reconcile(day)
         except Exception as exc:  # noqa: BLE001 - shown on the page; the dashboard keeps running
             log.exception("reconciliation failed")
@@ -149,18 +163,70 @@ def register_callbacks(app: Dash, readers: dict[str, TableReader], status: Calla
 
 def validate_rate(rate) -> str | None:
     """A message for an unusable rate, or None when it is fine."""
+    value = parse_rate(rate)
+    return value if isinstance(value, str) else None
+
+
+def parse_rate(rate) -> float | str:
+    """The rate as a number of trades per second, or a message saying what is wrong."""
     value = _number(rate)
     if value is None or not 0.1 <= value <= 100_000:
         return "Enter a rate between 0.1 and 100,000 trades per second."
-    return None
+    return value
 
 
 def _number(value) -> float | None:
+    """A finite number from an input's value (a number, or text holding one), else None.
+    A bool, a list, null, NaN, infinity or a number too large for a float is not one."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
     try:
         number = float(value)
-    except (TypeError, ValueError):
+    except (ValueError, OverflowError):
         return None
-    return None if math.isnan(number) else number
+    return number if math.isfinite(number) else None
+
+
+def _text(value) -> str | None:
+    """A dropdown's choice: non-empty text, else None."""
+    return value if isinstance(value, str) and value else None
+
+
+def switch_value(value) -> bool | None:
+    """The producer switch's checklist value -> on/off; None when it is not a checklist value
+    (a list holding at most "on")."""
+    if not isinstance(value, list) or any(item != "on" for item in value):
+        return None
+    return bool(value)
+
+
+def snapshot_day(snapshot) -> date | None:
+    """The trading day of the chart's store snapshot (from its first window), or None."""
+    windows = snapshot.get("windows") if isinstance(snapshot, dict) else None
+    if not isinstance(windows, list) or not windows or not isinstance(windows[0], dict):
+        return None
+    start = _instant(windows[0].get("window_start"))
+    return start.date() if start is not None else None
+
+
+def window_starts(chosen) -> list[str] | None:
+    """The backfill choice: a non-empty list of ISO window starts with a zone, else None."""
+    if not isinstance(chosen, list) or not chosen or not all(isinstance(start, str) for start in chosen):
+        return None
+    return chosen if all(_instant(start) is not None for start in chosen) else None
+
+
+def _instant(value) -> pd.Timestamp | None:
+    """An ISO-8601 time with a zone as a UTC timestamp, else None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        instant = pd.Timestamp(value)
+    except (ValueError, OverflowError):
+        return None
+    if instant is pd.NaT or instant.tzinfo is None:
+        return None
+    return instant.tz_convert("UTC")
 
 
 def late_knobs(late_percent, beyond_percent, max_minutes, watermark_minutes: float, beyond_minutes) -> dict | str:
@@ -177,3 +243,11 @@ def late_knobs(late_percent, beyond_percent, max_minutes, watermark_minutes: flo
         return f"Enter how far beyond the watermark (minutes) as more than 0 and at most {MAX_BEYOND_MINUTES:,}."
     return {"late_share": late / 100, "beyond_watermark_share": beyond / 100,
             "max_lateness": timedelta(minutes=lateness), "max_beyond": timedelta(minutes=beyond_by)}
+
+
+def late_knobs_message(knobs: dict) -> str:
+    """What the late-trade knobs were set to, from late_knobs()'s validated values."""
+    minutes = lambda delta: delta.total_seconds() / 60  # noqa: E731
+    return (f"{knobs['late_share'] * 100:g} % of trades late, {knobs['beyond_watermark_share'] * 100:g} % of those "
+            f"beyond the watermark by up to {minutes(knobs['max_beyond']):g} min, the others up to "
+            f"{minutes(knobs['max_lateness']):g} min late.")

@@ -185,8 +185,11 @@ class App(Command):
         s = self.settings
         if self.dashboard is None:
             raise StartupError("no dashboard in this build: run with --no-dashboard, or start it with `python run.py`")
+        # The Host names it answers to: the local ones (always), the bind address when it is a
+        # specific one (the dashboard ignores 0.0.0.0 and ::) and --allow-host. Positional: run.py's
+        # factory passes its arguments on as they come.
         app = self.dashboard(self.lake, s.refresh_ms, self.simulator, self.health.snapshot,
-                             Reconciler(self.spark, s, self.lake))
+                             Reconciler(self.spark, s, self.lake), (s.host, *s.allowed_hosts))
         self.web = make_server(s.host, s.port, app.server, threaded=True)
         threading.Thread(target=self.web.serve_forever, name="dashboard", daemon=True).start()
         log.info("dashboard at http://%s:%d", s.host, s.port)

@@ -97,6 +97,15 @@ def _bootstrap(text: str) -> str:
     return ",".join(servers)
 
 
+def _host_name(text: str) -> str:
+    """--allow-host: a host name or address, without a scheme, path or port ('dash.internal')."""
+    name = text.strip()
+    with_port = name.count(":") == 1  # an IPv6 address has more
+    if not name or with_port or any(c in name for c in "/@ \t"):
+        raise argparse.ArgumentTypeError(f"expected a host name or address such as dash.internal, got {text!r}")
+    return name
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # noqa: D401 - argparse API
         raise UsageError(message)
@@ -157,6 +166,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-dashboard", action="store_true", help="run the pipeline only (headless)")
     run.add_argument("--host", default="127.0.0.1", help="dashboard bind address (default: %(default)s)")
     run.add_argument("--port", type=_port, default=8050, help="dashboard port (default: %(default)s)")
+    run.add_argument("--allow-host", dest="allow_host", type=_host_name, action="append", default=[], metavar="NAME",
+                     help="another host name or address the dashboard answers to, as the browser sends it in "
+                          "the Host header (repeatable; 127.0.0.1, localhost and a specific --host address "
+                          "are always allowed, on any port), e.g. --allow-host dash.internal")
     run.add_argument("--master", default="local[*]", help="Spark master URL (default: %(default)s)")
     add_spark_conf_argument(run)
     run.add_argument("--refresh-ms", type=_positive_int, default=Settings.refresh_ms, metavar="MS",
@@ -271,6 +284,7 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None
         dashboard_enabled=not ns.no_dashboard,
         host=ns.host,
         port=ns.port,
+        allowed_hosts=tuple(ns.allow_host),
         window=ns.window,
         watermark=ns.watermark,
         trigger=ns.trigger,

@@ -132,6 +132,9 @@ class Settings(KafkaTarget):
     dashboard_enabled: bool = True
     host: str = "127.0.0.1"
     port: int = 8050
+    # --allow-host NAME (repeatable): more names the dashboard answers to, besides 127.0.0.1,
+    # localhost and a specific --host address
+    allowed_hosts: tuple[str, ...] = ()
     window: timedelta = timedelta(minutes=15)
     watermark: timedelta = timedelta(minutes=30)
     trigger: timedelta = timedelta(seconds=1)
