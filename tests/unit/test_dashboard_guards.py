@@ -15,9 +15,9 @@ import pytest
 from dashboard import ids
 from dashboard.app import create_app
 from dashboard.callbacks import CHOOSE_WINDOWS, SWITCH_INVALID
+from dashboard.client import call
 from streaming.cli import parse_settings
 from streaming.config import Settings, Simulation, UsageError
-from tests.dash_client import call
 
 # Wrong types and values as the page's callback endpoint can receive them in its JSON.
 NOT_NUMBERS = [

@@ -11,13 +11,13 @@ import pytest
 
 from dashboard import ids
 from dashboard.app import create_app
+from dashboard.client import call, store_snapshot
 from dashboard.data import SilverFilterValues
 from streaming.lake.store import Batch, Lake
 from streaming.lake.tables import GOLD, SILVER
-from tests.dash_client import call, store_snapshot
 
 UTC = timezone.utc
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 OPTIONS = [f"{ids.CHANNEL_FILTER}.options", f"{ids.SYMBOL_FILTER}.options"]
 
 

@@ -10,6 +10,7 @@ import pytest
 from dashboard import ids
 from dashboard.app import create_app
 from dashboard.callbacks import late_knobs, validate_rate
+from dashboard.client import call, decode, store_snapshot
 from dashboard.data import (
     CORRECTION_COLUMNS,
     GOLD_COLUMNS,
@@ -24,7 +25,6 @@ from dashboard.data import (
 from dashboard.figures import BUY_COLOR, SELL_COLOR, SETTLEMENT_COLOR, summary_figure
 from streaming.lake.store import Batch, Lake
 from streaming.lake.tables import CORRECTIONS, GOLD, LATE_TRADES, SILVER
-from tests.dash_client import call, decode, store_snapshot
 
 UTC = timezone.utc
 
@@ -146,7 +146,8 @@ def write_corrections_and_late_trades(data_dir):
                   "sell_amount_after": 700.0, "settlement_amount_before": -500.0, "settlement_amount_after": -470.0,
                   "trade_count_before": 2, "trade_count_after": 3, "late_trades": 1, "corrected_at": at,
                   "watermark": datetime(2026, 3, 2, 9, 1, tzinfo=UTC), "batch_id": 4, "query_id": "q"}
-    Lake(data_dir).publish(CORRECTIONS, pa.Table.from_pylist([correction], schema=CORRECTIONS.schema), Batch("fixture", 0))
+    Lake(data_dir).publish(CORRECTIONS, pa.Table.from_pylist([correction], schema=CORRECTIONS.schema),
+                           Batch("fixture", 0))
     late = {"trade_id": "t7-abcdef", "event_time": datetime(2026, 3, 2, 9, 5, tzinfo=UTC),
             "window_start": datetime(2026, 3, 2, 9, 0, tzinfo=UTC), "window_end": start,
             "watermark": datetime(2026, 3, 2, 10, 0, tzinfo=UTC), "late_by_seconds": 3300.0, "side": "SELL",
@@ -221,38 +222,11 @@ def test_late_trade_knobs_are_validated_with_a_message(late, beyond, minutes, be
         assert message in knobs
 
 
-def test_late_trade_controls_on_the_page_change_the_running_simulator(broker, tmp_path):
-    from streaming.config import Simulation
-    from streaming.simulation.simulator import TradeSimulator
-
-    simulator = TradeSimulator({"bootstrap.servers": broker.bootstrap_servers}, "unused", Simulation(),
-                               timedelta(minutes=15), timedelta(minutes=30),
-                               market_start=datetime(2026, 3, 2, 9, tzinfo=UTC), enabled=False)
-    try:
-        client = create_app(tmp_path, simulator=simulator).server.test_client()
-        page = client.get("/_dash-layout").get_json()
-        assert ids.LATE_SHARE_INPUT in json.dumps(page) and "watermark 30 min" in json.dumps(page)
-
-        def apply(late, beyond, minutes, beyond_by=20):
-            return call(client, [f"{ids.LATE_MESSAGE}.children"], {f"{ids.LATE_APPLY}.n_clicks": 1}, {
-                f"{ids.LATE_SHARE_INPUT}.value": late, f"{ids.BEYOND_SHARE_INPUT}.value": beyond,
-                f"{ids.MAX_LATENESS_INPUT}.value": minutes,
-                f"{ids.MAX_BEYOND_INPUT}.value": beyond_by})[ids.LATE_MESSAGE]["children"]
-
-        assert "30 % of trades late" in apply(30, 50, 10)
-        sim = simulator.simulation
-        assert (sim.late_share, sim.beyond_watermark_share, sim.max_lateness, sim.max_beyond) == \
-            (0.3, 0.5, timedelta(minutes=10), timedelta(minutes=20))
-        assert "less than the watermark" in apply(30, 50, 45)
-        assert simulator.simulation.max_lateness == timedelta(minutes=10)  # unchanged
-    finally:
-        simulator.stop()
-
-
 HEALTH = {
     "at": "2026-11-22T10:31:07+00:00",
     "queries": [
-        {"name": "bronze_silver", "active": True, "error": None, "batch_id": 120, "last_batch_at": "2026-11-22T10:31:06.500Z",
+        {"name": "bronze_silver", "active": True, "error": None, "batch_id": 120,
+         "last_batch_at": "2026-11-22T10:31:06.500Z",
          "watermark": None, "input_rows_per_second": 21.0, "rows_dropped_by_watermark": 0,
          "processed_rows_per_second": 40.0, "batch_duration_ms": 510, "state_rows": 0,
          "processed_offsets": {"trades:0": 40, "trades:1": 38}},
@@ -338,8 +312,8 @@ def test_drill_down_by_channel_and_symbol_recomputes_windows_from_silver(tmp_pat
     client = create_app(tmp_path).server.test_client()
 
     mobile = store_snapshot(client, channel="mobile")
-    assert [(w["window_start"][11:16], w["buy_amount"], w["sell_amount"], w["trade_count"]) for w in mobile["windows"]] \
-        == [("09:00", 10.0, 0.0, 1), ("09:15", 0.0, 5.0, 2)]
+    assert [(w["window_start"][11:16], w["buy_amount"], w["sell_amount"], w["trade_count"])
+            for w in mobile["windows"]] == [("09:00", 10.0, 0.0, 1), ("09:15", 0.0, 5.0, 2)]
     mobile_apple = store_snapshot(client, channel="mobile", symbol="AAPL")
     assert [(w["window_start"][11:16], w["settlement_amount"]) for w in mobile_apple["windows"]] \
         == [("09:00", 10.0), ("09:15", -1.0)]

@@ -9,8 +9,10 @@ import shutil
 
 import pytest
 
-from tests.conftest import ARTIFACTS, TopicWriter, free_port, trade, wait_for
-from tests.helpers_process import RunPy
+from tests.support.corpus import trade
+from tests.support.kafka import TopicWriter, free_port
+from tests.support.process import ARTIFACTS, RunPy
+from tests.support.waiting import wait_for
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # The flags this machine needs: no sandbox as root, and no background calls to the closed network.

@@ -10,8 +10,10 @@ from deltalake import DeltaTable
 from bench.sampling import child_pids
 from streaming.kafka.admin import wait_until_reachable
 from streaming.kafka.broker import EmbeddedBroker
-from tests.conftest import TopicWriter, free_port, trade, wait_for
-from tests.helpers_process import RunPy
+from tests.support.corpus import trade
+from tests.support.kafka import TopicWriter, free_port
+from tests.support.process import RunPy
+from tests.support.waiting import wait_for
 
 
 def command_line(pid: int) -> str:

@@ -12,12 +12,16 @@ import threading
 import time
 from collections import defaultdict
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 from deltalake import DeltaTable
 
+from streaming.lake.store import Lake
 from streaming.lake.tables import BRONZE, GOLD, QUARANTINE, SILVER
-from tests.conftest import TopicWriter, trade, wait_for
-from tests.helpers_process import RunPy
+from tests.support.corpus import trade
+from tests.support.kafka import TopicWriter
+from tests.support.process import RunPy
+from tests.support.waiting import wait_for
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
 
@@ -100,7 +104,7 @@ def test_repeated_sigkills_lose_nothing_and_double_nothing(broker, topic, tmp_pa
             try:
                 app.wait_for_line("query 'gold_trade_summary' started", 120)
                 if round_ == 0:  # let the first batches land, so later kills hit a live pipeline
-                    wait_for(lambda: (data / "gold" / "trade_summary" / "_delta_log").exists() or None, 90,
+                    wait_for(lambda: (Path(Lake(data).location(GOLD)) / "_delta_log").exists() or None, 90,
                              what="the first gold commit")
                 time.sleep(rng.uniform(2, 6))
                 jvms = children_of(app.proc.pid)
@@ -117,15 +121,15 @@ def test_repeated_sigkills_lose_nothing_and_double_nothing(broker, topic, tmp_pa
     final = RunPy(*common, "--available-now")
     assert final.wait(300) == 0, final.output
 
-    bronze = DeltaTable(str(data / BRONZE.name)).to_pandas()
+    bronze = DeltaTable(Lake(data).location(BRONZE)).to_pandas()
     assert len(bronze) == producer.records
     assert not bronze[["partition", "offset"]].duplicated().any()
-    silver = DeltaTable(str(data / SILVER.name)).to_pandas()
+    silver = DeltaTable(Lake(data).location(SILVER)).to_pandas()
     assert sorted(silver["trade_id"]) == sorted(producer.trades)
-    quarantine = DeltaTable(str(data / QUARANTINE.name)).to_pandas()
+    quarantine = DeltaTable(Lake(data).location(QUARANTINE)).to_pandas()
     assert len(quarantine) == producer.broken
     assert not quarantine[["partition", "offset"]].duplicated().any()
-    gold = DeltaTable(str(data / GOLD.name)).to_pandas()
+    gold = DeltaTable(Lake(data).location(GOLD)).to_pandas()
     got = {row.window_start.to_pydatetime(): (round(row.buy_amount, 2), round(row.sell_amount, 2), row.trade_count)
            for row in gold.itertuples()}
     assert got == oracle(producer.trades)

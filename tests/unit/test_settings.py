@@ -105,7 +105,8 @@ def test_load_settings_share_the_kafka_flags_and_have_their_own(tmp_path):
     assert s.source_dir == landing and s.where == "channel = 'mobile'" and s.key_column == "symbol"
     assert s.max_files_per_trigger == 2 and s.clean_source == "archive" and s.available_now
     assert s.archive_location == tmp_path / "archive"
-    assert s.topic == "replayed" and s.kafka_client_config() == {"sasl.password": "s3cret", "bootstrap.servers": "k1:9092"}
+    assert s.topic == "replayed"
+    assert s.kafka_client_config() == {"sasl.password": "s3cret", "bootstrap.servers": "k1:9092"}
     assert "s3cret" not in s.describe() and "s3cret" not in repr(s)
     # one checkpoint per landing directory and topic, outside the pipeline's checkpoints
     assert s.checkpoint_location.parent == tmp_path / "data" / "loader-checkpoints"

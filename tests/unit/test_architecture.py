@@ -7,7 +7,7 @@ import ast
 import re
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("streaming", "dashboard", "bench")
 
 

@@ -10,7 +10,8 @@ import threading
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "test-artifacts"  # screenshots and logs worth keeping from a run (not in git)
 
 
 class RunPy:

@@ -1,0 +1,48 @@
+"""A crash between a batch's writes and Spark's commit: on restart Spark runs the batch again on
+the same offsets, and every table must already hold it once (the lake's per-batch transactions)."""
+
+import pandas as pd
+
+from streaming.lake.tables import BATCH_WATERMARKS, BRONZE, CORRECTIONS, GOLD, LATE_TRADES, QUARANTINE, SILVER
+from streaming.pipeline import BRONZE_SILVER_QUERY, GOLD_QUERY
+from tests.support.corpus import DAY, trade
+
+TABLES = (BRONZE, SILVER, QUARANTINE, GOLD, BATCH_WATERMARKS, CORRECTIONS, LATE_TRADES)
+
+
+def test_a_batch_replayed_after_a_crash_adds_nothing_twice(stream):
+    # First batch: three windows; event time reaches 09:40, so the watermark becomes 09:10.
+    stream.add(trade("t1", "BUY", 2, 50.0, DAY + "09:01:00Z"), trade("t2", "SELL", 1, 30.0, DAY + "09:16:00Z"),
+               trade("t3", "BUY", 1, 10.0, DAY + "09:40:00Z"), b"{not json")
+    stream.process()
+    # The last batch writes to every table: a late trade that corrects the past 09:15 window, a
+    # too-late one, a redelivery and a bad record.
+    stream.add(trade("t4", "SELL", 3, 5.0, DAY + "09:20:00Z"), trade("t5", "BUY", 1, 1.0, DAY + "09:05:00Z"),
+               trade("t1", "BUY", 2, 50.0, DAY + "09:01:00Z"), b"[1, 2]")
+    stream.process()
+    expected = {"09:00": (100.0, 0.0, 1), "09:15": (0.0, 45.0, 2), "09:30": (10.0, 0.0, 1)}
+    stream.check_gold(expected)
+    stream.check_table(BRONZE, rows=8)
+    stream.check_table(SILVER, trade_id=["t1", "t2", "t3", "t4", "t5"])
+    stream.check_table(LATE_TRADES, trade_id=["t5"])
+    before = {table: sorted_by_keys(stream.check_table(table), table) for table in TABLES}
+
+    forgotten = stream.restart(forget_last_commit=True)
+    stream.process()
+
+    # Spark did run the forgotten batches again, with their input...
+    assert set(forgotten) == {BRONZE_SILVER_QUERY, GOLD_QUERY}
+    for query in stream.pipeline.queries:
+        assert any(p["batchId"] == forgotten[query.name] and p["numInputRows"] > 0 for p in query.recentProgress)
+    # ...the gold batch it ran again is the one that wrote the correction and a ledger row...
+    assert list(before[CORRECTIONS]["batch_id"]) == [forgotten[GOLD_QUERY]]
+    assert forgotten[GOLD_QUERY] in set(before[BATCH_WATERMARKS]["batch_id"])
+    # ...and no table changed: nothing added twice, no window revised again.
+    stream.check_gold(expected)
+    for table, rows in before.items():
+        pd.testing.assert_frame_equal(sorted_by_keys(stream.check_table(table, rows=len(rows)), table), rows,
+                                      obj=table.name)
+
+
+def sorted_by_keys(frame: pd.DataFrame, table) -> pd.DataFrame:
+    return frame.sort_values(list(table.keys)).reset_index(drop=True)

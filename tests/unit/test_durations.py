@@ -1,0 +1,36 @@
+"""Durations as the flags take them and as Spark gets them back (pure)."""
+
+from datetime import timedelta
+
+import pytest
+
+from streaming.cli import parse_settings
+from streaming.config import format_duration, parse_duration
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("15 minutes", timedelta(minutes=15)), ("1 second", timedelta(seconds=1)), ("2 Hours", timedelta(hours=2)),
+    ("250 milliseconds", timedelta(milliseconds=250)), ("0.25 seconds", timedelta(milliseconds=250)),
+    ("1.5 minutes", timedelta(seconds=90)), ("1 day", timedelta(days=1)),
+])
+def test_a_duration_reads_spark_interval_words_with_fractions_down_to_the_millisecond(text, expected):
+    assert parse_duration(text) == expected
+
+
+@pytest.mark.parametrize("text", ["0 seconds", "0.5 milliseconds", "0.0001 seconds", "-1 second", "soon",
+                                  "15", "1 fortnight", ""])
+def test_a_duration_that_is_not_a_positive_whole_number_of_milliseconds_is_refused(text):
+    with pytest.raises(ValueError, match="invalid duration"):
+        parse_duration(text)
+
+
+def test_spark_gets_seconds_when_whole_and_milliseconds_otherwise():
+    assert format_duration(timedelta(minutes=15)) == "900 seconds"
+    assert format_duration(timedelta(milliseconds=250)) == "250 milliseconds"
+    assert format_duration(timedelta(seconds=1, milliseconds=500)) == "1500 milliseconds"
+
+
+def test_a_sub_second_trigger_is_kept_and_the_bronze_silver_query_runs_three_times_slower():
+    settings = parse_settings(["--trigger", "250 milliseconds"])
+    assert format_duration(settings.trigger) == "250 milliseconds"
+    assert format_duration(settings.bronze_silver_interval) == "750 milliseconds"

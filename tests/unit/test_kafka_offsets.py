@@ -1,0 +1,64 @@
+"""The Kafka source's pure parts: how offsets are capped and grouped into tasks, the options it
+takes, and the error when no broker answers (no Spark, no broker)."""
+
+import pytest
+
+from streaming.kafka.options import KafkaSourceError, SourceOptions, parse_starting_offsets
+from streaming.kafka.reader import KafkaPartitionRange, KafkaStreamReader, cap_offsets, group_ranges
+from tests.support.kafka import free_port
+
+
+def test_cap_offsets_spreads_the_limit_over_partitions_by_backlog():
+    start = {("t", 0): 0, ("t", 1): 10, ("t", 2): 5}
+    latest = {("t", 0): 100, ("t", 1): 10, ("t", 2): 105}
+    end = cap_offsets(start, latest, 20)
+    assert end == {("t", 0): 10, ("t", 1): 10, ("t", 2): 15}
+    assert cap_offsets(start, latest, 1000) == latest
+
+
+def test_cap_offsets_never_stalls_a_partition_with_a_small_limit():
+    end = cap_offsets({("t", 0): 0, ("t", 1): 0}, {("t", 0): 1000, ("t", 1): 1}, 1)
+    assert end[("t", 1)] == 1 and end[("t", 0)] >= 1
+
+
+def test_the_offset_cap_is_spent_in_full_so_no_tiny_batch_trails():
+    start = {("t", p): 0 for p in range(3)}
+    latest = {("t", 0): 100_000, ("t", 1): 100_001, ("t", 2): 99_999}
+    end = cap_offsets(start, latest, 100_000)
+    assert sum(end.values()) == 100_000 and all(end[tp] <= latest[tp] for tp in latest)
+
+
+def test_batches_of_many_partitions_are_read_in_one_wave_of_tasks():
+    ranges = [KafkaPartitionRange("t", p, 0, n) for p, n in enumerate((100, 50, 60, 10))]
+    groups = group_ranges(ranges, 2, min_records_per_task=100)
+    assert sorted(sorted(r.partition for r in g.ranges) for g in groups) == [[0, 3], [1, 2]]  # 110 records each
+    assert sum(len(g.ranges) for g in group_ranges(ranges, None)) == 4 == len(group_ranges(ranges, None))
+
+
+def test_a_small_batch_is_read_by_one_task():
+    ranges = [KafkaPartitionRange("t", p, 0, n) for p, n in enumerate((400, 350, 300))]
+    assert [len(g.ranges) for g in group_ranges(ranges, 2)] == [3]
+    assert len(group_ranges(ranges, 2, min_records_per_task=500)) == 2
+
+
+def test_starting_offsets_accepts_spark_forms_and_rejects_others():
+    assert parse_starting_offsets("earliest", ("t",)) == "earliest"
+    assert parse_starting_offsets('{"t": {"0": 5, "1": -2}}', ("t",)) == {"t": {"0": 5, "1": -2}}
+    with pytest.raises(KafkaSourceError, match="startingOffsets"):
+        parse_starting_offsets("yesterday", ("t",))
+
+
+def test_missing_required_options_are_named():
+    with pytest.raises(KafkaSourceError, match="kafka.bootstrap.servers"):
+        SourceOptions.parse({"subscribe": "t"})
+    with pytest.raises(KafkaSourceError, match="subscribe"):
+        SourceOptions.parse({"kafka.bootstrap.servers": "h:1"})
+
+
+def test_an_unreachable_broker_gives_a_clear_error():
+    reader = KafkaStreamReader(SourceOptions.parse({
+        "kafka.bootstrap.servers": f"127.0.0.1:{free_port()}", "subscribe": "t",
+        "kafkaConsumer.pollTimeoutMs": "2000",
+    }))
+    with pytest.raises(KafkaSourceError, match="cannot reach Kafka at 127.0.0.1"):
+        reader.initialOffset()
