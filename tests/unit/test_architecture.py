@@ -65,3 +65,13 @@ def test_no_table_path_is_spelled_outside_the_lake():
                  for name, path in modules().items() if not name.startswith("streaming.lake")
                  for number, line in enumerate(path.read_text().splitlines(), 1) if table_names.search(line)]
     assert offenders == []
+
+
+def test_every_table_read_goes_through_the_lake_not_a_pyarrow_dataset():
+    """A pyarrow dataset makes a fragment per file before filtering: slow on tables that gain a
+    file per micro-batch (docs/architecture.md#reads)."""
+    offenders = [f"{path.relative_to(REPO)}:{number}"
+                 for name, path in modules().items()
+                 for number, line in enumerate(path.read_text().splitlines(), 1)
+                 if "to_pyarrow_dataset" in line or "pyarrow.dataset" in line]
+    assert offenders == []
