@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from streaming.cli import build_load_parser, build_parser, parse_load_settings, parse_settings
 from streaming.config import KafkaTarget, LoadSettings, Settings, UsageError
+from streaming.instance import AlreadyRunning, InstanceLock
 from streaming.kafka.broker import BrokerError
 from streaming.kafka.clients import LOGGER_NAME as LIBRDKAFKA_LOGGER
 from streaming.lake.store import Lake
@@ -122,6 +123,7 @@ class App(Command):
         self.pipeline = None
         self.health = None
         self.web = None
+        self.instance = InstanceLock(settings.data_dir)
 
     # -- start ----------------------------------------------------------------------------
     def start(self) -> None:
@@ -129,6 +131,7 @@ class App(Command):
 
         s = self.settings
         log.info("Trade Summary: %s", s.describe())
+        self._take_data_dir()
         self._check_java()
         if s.dashboard_enabled and not s.available_now and not port_is_free(s.port, s.host):
             raise StartupError(f"port {s.port} on {s.host} is already in use, so the dashboard cannot start: "
@@ -141,6 +144,15 @@ class App(Command):
         self._start_pipeline()
         if s.dashboard_enabled and not s.available_now:
             self._start_dashboard()
+
+    def _take_data_dir(self) -> None:
+        s = self.settings
+        about = {"dashboard": f"http://{s.host}:{s.port}" if s.dashboard_enabled and not s.available_now else None,
+                 "broker": f"127.0.0.1:{s.broker_port}" if s.embedded_broker else None}
+        try:
+            self.instance.acquire(about)
+        except AlreadyRunning as exc:
+            raise StartupError(str(exc)) from None
 
     def _start_simulator(self) -> None:
         from streaming.simulation.market import resume_market_time
@@ -238,6 +250,7 @@ class App(Command):
             self.pipeline.stop()
             log.info("queries stopped")
         self._stop_spark_and_broker()
+        self.instance.release()
 
 
 class Loader(Command):

@@ -67,6 +67,30 @@ def test_headless_run_fills_gold_from_produced_trades_and_exits_0_on_sigterm(tmp
         app.kill()
 
 
+def test_a_second_app_on_the_same_data_dir_is_refused_at_once_and_the_first_carries_on(tmp_path,
+                                                                                      stray_broker_guard):
+    data, port = tmp_path / "data", free_port()
+    first = RunPy("--no-dashboard", "--no-producer", "--data-dir", str(data), "--broker-port", str(port))
+    second = None
+    try:
+        first.wait_for_line("query 'gold_trade_summary' started")
+        second = RunPy("--no-producer", "--data-dir", str(data), "--broker-port", str(port),
+                       "--port", str(free_port()))
+        assert second.wait(60) == 1, second.output
+        assert f"another Trade Summary is running on {data} (PID {first.proc.pid}" in second.output
+        assert "Traceback" not in second.output and "embedded broker stopped" not in second.output
+
+        TopicWriter(f"127.0.0.1:{port}", "trades").send(trade("d1", "BUY", 2, 10.0, "2026-03-02T09:05:00Z"))
+        gold = data / "gold" / "trade_summary"
+        wait_for(lambda: len(DeltaTable(str(gold)).to_pandas()) == 1, 90, what="the first app's gold row")
+        code, _ = first.terminate()
+        assert code == 0 and "embedded broker stopped" in first.output, first.output
+    finally:
+        first.kill()
+        if second is not None:
+            second.kill()
+
+
 def test_dashboard_serves_the_page_and_its_data(tmp_path, stray_broker_guard):
     port, web = free_port(), free_port()
     app = RunPy("--no-producer", "--data-dir", str(tmp_path / "data"), "--broker-port", str(port),
