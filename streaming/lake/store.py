@@ -54,9 +54,12 @@ def quote(column: str) -> str:
 
 
 def sql_literal(value) -> str:
-    """A value as SQL for delta-rs: times in UTC, text quoted."""
+    """A value as SQL for delta-rs: times in UTC at the tables' microsecond precision (a plain
+    ::timestamp is nanoseconds, which end in 2262: a valid trade dated 2999 would fail the
+    batch, again after every restart), text quoted."""
     if isinstance(value, datetime):
-        return f"'{value.astimezone(timezone.utc).strftime('%Y-%m-%dT%H:%M:%S.%fZ')}'::timestamp"
+        iso = value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return f"""arrow_cast('{iso}', 'Timestamp(Microsecond, Some("UTC"))')"""
     if isinstance(value, str):
         return "'" + value.replace("'", "''") + "'"
     return str(value)

@@ -34,7 +34,8 @@ def test_the_merge_reads_only_the_source_range_of_time_keys():
     times = pa.array([datetime(2026, 3, 2, 10, 0, 0, 1, tzinfo=timezone(timedelta(hours=1))),
                       datetime(2026, 3, 2, 9, 30, tzinfo=timezone.utc)], pa.timestamp("us", tz="UTC"))
     assert key_ranges(pa.table({"at": times}), ["at"]) == [
-        "t.\"at\" >= '2026-03-02T09:00:00.000001Z'::timestamp AND t.\"at\" <= '2026-03-02T09:30:00.000000Z'::timestamp"]
+        "t.\"at\" >= arrow_cast('2026-03-02T09:00:00.000001Z', 'Timestamp(Microsecond, Some(\"UTC\"))') "
+        "AND t.\"at\" <= arrow_cast('2026-03-02T09:30:00.000000Z', 'Timestamp(Microsecond, Some(\"UTC\"))')"]
 
 
 def trades(ids, minutes, value: str) -> pa.Table:
