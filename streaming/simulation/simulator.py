@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Mapping
 
-from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from streaming.config import Simulation
 from streaming.kafka import clients
@@ -45,6 +45,7 @@ class SimulatorStats:
     duplicates: int
     malformed: int
     last_error: str | None
+    producer_restarts: int = 0  # a producer that hit a fatal error is replaced by a new one
 
 
 class TradeSimulator:
@@ -74,9 +75,11 @@ class TradeSimulator:
         if enabled:
             self._enabled.set()
         self._stopping = threading.Event()
-        self._counts = dict(sent=0, failed=0, late=0, too_late=0, duplicates=0, malformed=0)
+        self._counts = dict(sent=0, failed=0, late=0, too_late=0, duplicates=0, malformed=0, producer_restarts=0)
         self._last_error: str | None = None
-        self._producer = clients.producer(client_config)
+        self._client_config = dict(client_config)
+        self._fatal: str | None = None  # set by librdkafka's error callback: the producer is unusable
+        self._producer = self._new_producer()
         self._thread = threading.Thread(target=self._run, name="trade-simulator", daemon=True)
 
     # -- controls ---------------------------------------------------------------------------
@@ -110,12 +113,51 @@ class TradeSimulator:
             )
 
     def stop(self, timeout_s: float = 10.0) -> None:
+        """Within 2 x timeout_s, whatever state the producer is in."""
         self._stopping.set()
         if self._thread.is_alive():
             self._thread.join(timeout_s)
+        if self._fatal is not None:  # a flush would serve callbacks of a broken producer, which hangs
+            self._discard_producer()
+            return
         remaining = self._producer.flush(timeout_s)
         if remaining:
             log.warning("%d trades were not acknowledged by Kafka before shutdown", remaining)
+
+    # -- the producer -----------------------------------------------------------------------
+    def _new_producer(self):
+        self._fatal = None
+        return clients.producer(self._client_config, error_cb=self._on_error)
+
+    def _on_error(self, err) -> None:
+        """librdkafka's client-level errors. A fatal one (e.g. the broker lost records the
+        idempotent producer had sent: 'out of order sequence number') makes the producer
+        unusable; the loop replaces it. The others (a broker down for a while) it rides out."""
+        if err.fatal():
+            self._fatal = err.str()
+            with self._lock:
+                self._last_error = f"fatal producer error: {err.str()}"
+
+    def _discard_producer(self) -> int:
+        """Drop the broken producer without serving its callbacks; returns how many of its
+        trades were never acknowledged (counted as failed: Kafka may or may not hold them)."""
+        lost = len(self._producer)
+        try:
+            self._producer.purge(in_queue=True, in_flight=True, blocking=False)
+        except Exception:  # noqa: BLE001 - a broken producer may refuse even this
+            pass
+        with self._lock:
+            self._counts["failed"] += lost
+        return lost
+
+    def _replace_producer(self, reason: str) -> None:
+        lost = self._discard_producer()
+        self._producer = self._new_producer()
+        with self._lock:
+            self._counts["producer_restarts"] += 1
+            self._last_error = f"fatal producer error: {reason}"
+        log.error("the simulator's producer failed for good (%s); %d trades unacknowledged; a new producer "
+                  "carries on", reason, lost)
 
     # -- the loop -------------------------------------------------------------------------
     def _on_delivery(self, err, _msg) -> None:
@@ -127,14 +169,16 @@ class TradeSimulator:
                 self._last_error = err.str()
 
     def _send(self, key: bytes | None, value: bytes) -> None:
-        while True:
+        while not self._stopping.is_set():
             try:
                 self._producer.produce(self.topic, key=key, value=value, on_delivery=self._on_delivery)
                 return
             except BufferError:  # local queue full: serve delivery reports, then retry
                 self._producer.poll(0.1)
-                if self._stopping.is_set():
-                    return
+            except KafkaException as exc:
+                if not (exc.args[0].fatal() or exc.args[0].code() == KafkaError._FATAL):
+                    raise
+                self._replace_producer(self._fatal or exc.args[0].str())  # and send it again with the new one
 
     def _emit_one(self, sim: Simulation) -> None:
         rng = self._rng
@@ -170,17 +214,25 @@ class TradeSimulator:
         while not self._stopping.is_set():
             now = time.monotonic()
             elapsed, last = now - last, now
-            if self._enabled.is_set():
-                sim = self.simulation
+            try:
+                if self._fatal is not None:
+                    self._replace_producer(self._fatal)
+                if self._enabled.is_set():
+                    sim = self.simulation
+                    with self._lock:
+                        self._clock.advance(elapsed)
+                    budget = min(budget + elapsed * sim.rate, max(1.0, sim.rate))  # no burst after a stall
+                    while budget >= 1 and not self._stopping.is_set():
+                        self._emit_one(sim)
+                        budget -= 1
+                else:
+                    budget = 0.0
+                self._producer.poll(0)  # serve delivery callbacks
+            except Exception as exc:  # noqa: BLE001 - the simulation must not die quietly: say it, go on
+                log.exception("the simulator hit an error and carries on: %s", exc)
                 with self._lock:
-                    self._clock.advance(elapsed)
-                budget = min(budget + elapsed * sim.rate, max(1.0, sim.rate))  # no burst after a stall
-                while budget >= 1 and not self._stopping.is_set():
-                    self._emit_one(sim)
-                    budget -= 1
-            else:
-                budget = 0.0
-            self._producer.poll(0)  # serve delivery callbacks
+                    self._last_error = str(exc)
+                self._stopping.wait(1.0)
             self._stopping.wait(self.TICK_S)
 
 
