@@ -214,14 +214,15 @@ class App(Command):
         from streaming.health import status_line
         from streaming.pipeline import GOLD_QUERY
 
-        reported: set[str] = set()
         logged_at_batch = -1
         while not self.stopping.wait(1.0):
+            failed_for_good = self.pipeline.restart_failed(self.settings.max_query_restarts)
+            if failed_for_good:
+                for query in failed_for_good:
+                    log.error("query '%s' failed for good after %d restarts: %s", query.name, query.restarts,
+                              query.error)
+                return 1
             snapshot = self.health.snapshot()
-            for query in snapshot["queries"]:
-                if query["error"] and query["name"] not in reported:
-                    reported.add(query["name"])
-                    log.error("query '%s' failed: %s", query["name"], query["error"])
             gold_batch = max((q["batch_id"] or 0 for q in snapshot["queries"] if q["name"] == GOLD_QUERY), default=0)
             if gold_batch // self.settings.log_every_batches > logged_at_batch // self.settings.log_every_batches:
                 logged_at_batch = gold_batch
@@ -279,7 +280,7 @@ class Loader(Command):
         log.info("watching %s for trade files%s", s.source_dir, pace)
 
     def run_until_stopped(self) -> int:
-        from streaming.loader import short_error
+        from streaming.pipeline import short_error
 
         while not self.stopping.wait(1.0) and self.query.isActive:
             self._log_progress()

@@ -37,6 +37,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more, got {text!r}")
+    return value
+
+
 def spark_conf_pair(text: str) -> tuple[str, str]:
     """'spark.driver.memory=2g' -> ('spark.driver.memory', '2g'), as spark-submit's --conf takes it."""
     key, sep, value = text.partition("=")
@@ -194,6 +204,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="process everything already in Kafka, then exit 0 (catch-up / cron use)")
     stream.add_argument("--max-offsets-per-trigger", type=_positive_int, metavar="N",
                         help="read at most N Kafka records per micro-batch (backpressure)")
+    stream.add_argument("--max-query-restarts", type=_count, default=Settings.max_query_restarts, metavar="N",
+                        help="restart a failed query from its checkpoint up to N times, waiting 1, 2, 4 ... s "
+                             "(at most a minute) between tries; after that the app exits with code 1 "
+                             "(default: %(default)s; 0: exit at the first failure)")
     stream.add_argument("--replay-from", type=_argtype(parse_instant), metavar="ISO-8601",
                         help="reprocess from this Kafka time with fresh checkpoints (old ones kept aside)")
 
@@ -295,6 +309,7 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None
         master=ns.master,
         spark_conf=tuple(ns.conf),
         log_every_batches=ns.log_every,
+        max_query_restarts=ns.max_query_restarts,
         refresh_ms=ns.refresh_ms,
         simulation=Simulation(
             rate=ns.rate,

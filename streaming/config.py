@@ -147,6 +147,7 @@ class Settings(KafkaTarget):
     simulation: Simulation = Simulation()
     refresh_ms: int = 2000
     log_every_batches: int = 20  # a status line in the terminal every N gold micro-batches
+    max_query_restarts: int = 5  # a failed query is restarted from its checkpoint this many times, with backoff
 
     @property
     def checkpoint_dir(self) -> Path:

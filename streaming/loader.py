@@ -13,7 +13,6 @@ quarantines it with a reason, like any bad record on the topic. Nothing vanishes
 from __future__ import annotations
 
 import logging
-import re
 
 from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import DataFrame, SparkSession
@@ -122,14 +121,3 @@ def describe_counts(counts: dict[str, int], topic: str) -> str:
     if counts["unparsed"]:
         text += f" ({counts['unparsed']} lines did not match the trade schema: sent as read, for quarantine)"
     return text
-
-
-def short_error(error: BaseException) -> str:
-    """A failed query's exception -> the one line that says what went wrong (our own error's
-    message when a task raised one), without the worker's traceback and the query plan."""
-    text = str(error)
-    ours = re.findall(r"^(?:streaming(?:\.\w+)+\.)?\w+(?:Error|Exception): (.+)$", text, re.MULTILINE)
-    if ours:
-        return ours[-1].strip()
-    first = text.strip().splitlines()[0] if text.strip() else repr(error)
-    return first

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Callable
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -102,6 +104,8 @@ class QueryStatus:
     state_rows: int = 0
     # (topic, partition) -> the next offset to process, as "topic:partition" keys for JSON
     processed_offsets: dict[str, int] = field(default_factory=dict)
+    restarts: int = 0  # times restarted from its checkpoint after a failure
+    last_restart_error: str | None = None  # the short cause of the last failure it was restarted after
 
 
 def processed_offsets(progress: dict) -> dict[str, int]:
@@ -120,7 +124,7 @@ def processed_offsets(progress: dict) -> dict[str, int]:
     return offsets
 
 
-def query_status(query: StreamingQuery) -> QueryStatus:
+def query_status(query: StreamingQuery, restarts: int = 0, last_restart_error: str | None = None) -> QueryStatus:
     progress = query.lastProgress or {}
     exception = query.exception() if not query.isActive else None
     watermark = (progress.get("eventTime") or {}).get("watermark")
@@ -138,7 +142,22 @@ def query_status(query: StreamingQuery) -> QueryStatus:
         batch_duration_ms=(progress.get("durationMs") or {}).get("triggerExecution"),
         state_rows=sum(op.get("numRowsTotal", 0) for op in operators),
         processed_offsets=processed_offsets(progress),
+        restarts=restarts,
+        last_restart_error=last_restart_error,
     )
+
+
+@dataclass
+class Restarts:
+    """A query's restarts after failures: how many so far, and when the next may happen
+    (backoff: 1, 2, 4 ... s, at most a minute, so a broker that is down is not hammered)."""
+
+    count: int = 0
+    last_error: str | None = None
+    failed_at: float | None = None  # time.monotonic() when its current failure was first seen
+
+    def backoff_s(self) -> float:
+        return min(2.0 ** self.count, 60.0)
 
 
 class Pipeline:
@@ -150,6 +169,8 @@ class Pipeline:
         self.lake = lake or Lake(settings.data_dir)
         self.checkpoints = Checkpoints(settings.checkpoint_dir)
         self.queries: list[StreamingQuery] = []
+        self._starters: dict[str, Callable[[], StreamingQuery]] = {}
+        self.restarts: dict[str, Restarts] = {}
 
     def start(self) -> None:
         self.settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -164,11 +185,45 @@ class Pipeline:
         if baseline is not None:
             log.info("replay baseline: %d windows from trades before %s; %d trade ids not to count again",
                      len(baseline.windows), baseline.since.isoformat(), len(baseline.skip_trade_ids))
-        self.queries.append(start_bronze_silver_query(self.spark, self.settings, self.lake))
-        self.queries.append(start_gold_query(self.spark, self.settings, self.lake, baseline))
+        self._starters = {
+            BRONZE_SILVER_QUERY: lambda: start_bronze_silver_query(self.spark, self.settings, self.lake),
+            GOLD_QUERY: lambda: start_gold_query(self.spark, self.settings, self.lake, baseline),
+        }
+        for name, start in self._starters.items():
+            self.queries.append(start())
+            self.restarts[name] = Restarts()
 
     def status(self) -> list[QueryStatus]:
-        return [query_status(q) for q in self.queries]
+        return [query_status(q, self.restarts.get(q.name, Restarts()).count,
+                             self.restarts.get(q.name, Restarts()).last_error) for q in self.queries]
+
+    def restart_failed(self, max_restarts: int) -> list[QueryStatus]:
+        """Restart each failed query from its checkpoint once its backoff has passed (a batch it
+        had not committed runs again, and lands once). Returns the failed queries that are out
+        of restarts: they have failed for good."""
+        exhausted = []
+        for index, query in enumerate(self.queries):
+            if query.isActive or query.exception() is None:
+                continue
+            restarts = self.restarts.setdefault(query.name, Restarts())
+            error = short_error(query.exception())
+            if restarts.count >= max_restarts:
+                exhausted.append(query_status(query, restarts.count, restarts.last_error))
+                continue
+            now = time.monotonic()
+            if restarts.failed_at is None:
+                restarts.failed_at = now
+                log.error("query '%s' failed: %s; restarting it from its checkpoint in %g s (restart %d of %d)",
+                          query.name, error, restarts.backoff_s(), restarts.count + 1, max_restarts)
+            if now - restarts.failed_at < restarts.backoff_s():
+                continue
+            restarts.count, restarts.last_error, restarts.failed_at = restarts.count + 1, error, None
+            try:
+                self.queries[index] = self._starters[query.name]()
+                log.info("query '%s' restarted from its checkpoint", query.name)
+            except Exception as exc:  # noqa: BLE001 - it cannot start yet (Kafka still down): next round
+                log.error("restarting query '%s' failed: %s", query.name, exc)
+        return exhausted
 
     def failed(self) -> list[QueryStatus]:
         return [s for s in self.status() if s.error]
@@ -194,3 +249,14 @@ def stop_queries(queries: list[StreamingQuery], grace_s: float = 10.0) -> None:
             query.stop()
         except Exception as exc:  # a failed query may raise again on stop
             log.warning("stopping %s: %s", query.name, exc)
+
+
+def short_error(error: BaseException) -> str:
+    """A failed query's exception -> the one line that says what went wrong (our own error's
+    message when a task raised one), without the worker's traceback and the query plan."""
+    text = str(error)
+    ours = re.findall(r"^(?:streaming(?:\.\w+)+\.)?\w+(?:Error|Exception): (.+)$", text, re.MULTILINE)
+    if ours:
+        return ours[-1].strip()
+    first = text.strip().splitlines()[0] if text.strip() else repr(error)
+    return first

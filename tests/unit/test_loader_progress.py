@@ -1,6 +1,7 @@
 """The loader's progress lines and short errors, from a query's progress (pure)."""
 
-from streaming.loader import batch_counts, describe_counts, short_error
+from streaming.loader import batch_counts, describe_counts
+from streaming.pipeline import short_error
 
 
 def test_progress_lines_and_errors_are_short():
