@@ -15,6 +15,7 @@ from dashboard.data import (
     CORRECTION_COLUMNS,
     GOLD_COLUMNS,
     LATE_TRADE_COLUMNS,
+    QuarantineReader,
     SilverFilterValues,
     TableReader,
 )
@@ -62,7 +63,8 @@ def create_app(lake: Lake | str | Path, refresh_ms: int = 2000, simulator=None,
         return snapshot
 
     app.layout = layout
-    register_callbacks(app, readers, status, simulator, reconciler, lake, SilverFilterValues(lake))
+    register_callbacks(app, readers, status, simulator, reconciler, lake, SilverFilterValues(lake),
+                       QuarantineReader(lake))
 
     @app.server.route("/api/status")
     def api_status():

@@ -10,13 +10,16 @@ from datetime import date, datetime, timedelta, timezone
 from typing import Callable
 
 import pandas as pd
-from dash import Dash, Input, Output, State, ctx, no_update
+from dash import Dash, Input, Output, State, ctx, dcc, no_update
 
-from dashboard import figures, ids, tables
+from dashboard import export, figures, ids, tables
 from dashboard.data import (
+    QuarantineReader,
     SilverFilterValues,
     TableReader,
     json_records,
+    on_day,
+    quarantine_view,
     read_silver_day,
     silver_windows,
     snapshot_from,
@@ -30,11 +33,13 @@ log = logging.getLogger(__name__)
 UNAVAILABLE = "The producer simulation is not available in this run."
 SWITCH_INVALID = "The producer switch sent an unexpected value; the simulation is unchanged."
 CHOOSE_WINDOWS = "Choose the windows to backfill first."
+NOTHING_TO_EXPORT = "Nothing to export yet: the chart has no trading day."
 
 
 def register_callbacks(app: Dash, readers: dict[str, TableReader], status: Callable[[], dict],
                        simulator=None, reconciler=None, lake: Lake | None = None,
-                       filter_values: SilverFilterValues | None = None) -> None:
+                       filter_values: SilverFilterValues | None = None,
+                       quarantine: QuarantineReader | None = None) -> None:
 
     @app.callback(Output(ids.SNAPSHOT, "data"), Input(ids.TICK, "n_intervals"), Input(ids.DAY_PICKER, "value"),
                   Input(ids.CHANNEL_FILTER, "value"), Input(ids.SYMBOL_FILTER, "value"))
@@ -53,6 +58,63 @@ def register_callbacks(app: Dash, readers: dict[str, TableReader], status: Calla
         snapshot["filters"] = {"channel": channel, "symbol": symbol}
         snapshot["status"] = status()
         return snapshot
+
+    days_of: dict = {"gold": None, "days": []}
+
+    def gold_days() -> list[str]:
+        """trading_days of gold, worked out again only when the reader has read a new frame."""
+        gold = readers["gold"].read()
+        if days_of["gold"] is not gold:
+            days_of.update(gold=gold, days=trading_days(gold))
+        return days_of["days"]
+
+    @app.callback(Output(ids.QUARANTINE_STORE, "data"), Input(ids.TICK, "n_intervals"),
+                  Input(ids.DAY_PICKER, "value"), Input(ids.QUARANTINE_REASON, "value"))
+    def refresh_quarantine(_tick, day, reason):
+        """The quarantine panel's data, on the same tick, into its own store: counts per reason
+        (the shown day's and all time) and the newest bad records. Read from the table only
+        when its version has changed (QuarantineReader)."""
+        day, reason = _text(day), _text(reason)
+        days = gold_days()
+        shown = day if day in days else next(iter(days), None)
+        counts, newest = quarantine.read(reason) if quarantine is not None else ([], [])
+        return quarantine_view(counts, newest, shown, reason)
+
+    @app.callback(Output(ids.QUARANTINE_COUNTS, "children"), Output(ids.QUARANTINE_LIST, "children"),
+                  Output(ids.QUARANTINE_REASON, "options"), Input(ids.QUARANTINE_STORE, "data"))
+    def draw_quarantine(view):
+        view = view if isinstance(view, dict) else None
+        return tables.quarantine_counts(view), tables.quarantine_list(view), tables.reason_options(view)
+
+    @app.callback(Output(ids.DOWNLOAD_WINDOWS, "data"), Output(ids.DOWNLOAD_CORRECTIONS, "data"),
+                  Output(ids.EXPORT_MESSAGE, "children"), Input(ids.EXPORT_WINDOWS, "n_clicks"),
+                  Input(ids.EXPORT_CORRECTIONS, "n_clicks"), State(ids.SNAPSHOT, "data"), prevent_initial_call=True)
+    def export_csv(_windows, _corrections, snapshot):
+        """The shown day's windows (with running totals) or its corrections, as a CSV download."""
+        day = _shown_day(snapshot)
+        if day is None:
+            return no_update, no_update, NOTHING_TO_EXPORT
+        if ctx.triggered_id == ids.EXPORT_CORRECTIONS:
+            # The store holds only the feed's newest corrections: the export reads the day's whole.
+            frame = on_day(readers["corrections"].read(), day)
+            frame = frame.sort_values(["corrected_at", "window_start"], kind="stable")
+            content = export.corrections_csv(json_records(frame, ("window_start", "corrected_at")))
+            return no_update, dcc.send_string(content, export.export_name(day, "corrections"), "text/csv"), ""
+        content = export.windows_csv(snapshot)
+        return dcc.send_string(content, export.export_name(day, "windows"), "text/csv"), no_update, ""
+
+    @app.callback(Output(ids.CHAOS_MESSAGE, "children"), Input(ids.CHAOS_APPLY, "n_clicks"),
+                  State(ids.DUPLICATE_SHARE_INPUT, "value"), State(ids.MALFORMED_SHARE_INPUT, "value"),
+                  prevent_initial_call=True)
+    def apply_chaos_knobs(_clicks, duplicate_percent, malformed_percent):
+        if simulator is None:
+            return UNAVAILABLE
+        knobs = chaos_knobs(duplicate_percent, malformed_percent)
+        if isinstance(knobs, str):
+            return knobs
+        message = chaos_knobs_message(knobs)
+        simulator.configure(**knobs)
+        return message
 
     @app.callback(Output(ids.CHANNEL_FILTER, "options"), Output(ids.SYMBOL_FILTER, "options"),
                   Input(ids.FILTER_TICK, "n_intervals"), State(ids.CHANNEL_FILTER, "options"),
@@ -192,6 +254,17 @@ def _text(value) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _shown_day(snapshot) -> str | None:
+    """The store snapshot's day (YYYY-MM-DD), or None when it has none or is not a snapshot."""
+    day = snapshot.get("day") if isinstance(snapshot, dict) else None
+    if not isinstance(day, str):
+        return None
+    try:
+        return date.fromisoformat(day).isoformat() if len(day) == 10 else None
+    except ValueError:
+        return None
+
+
 def switch_value(value) -> bool | None:
     """The producer switch's checklist value -> on/off; None when it is not a checklist value
     (a list holding at most "on")."""
@@ -251,3 +324,19 @@ def late_knobs_message(knobs: dict) -> str:
     return (f"{knobs['late_share'] * 100:g} % of trades late, {knobs['beyond_watermark_share'] * 100:g} % of those "
             f"beyond the watermark by up to {minutes(knobs['max_beyond']):g} min, the others up to "
             f"{minutes(knobs['max_lateness']):g} min late.")
+
+
+def chaos_knobs(duplicate_percent, malformed_percent) -> dict | str:
+    """The simulator's duplicate and malformed shares from the page's percentages, or a message
+    saying what is wrong."""
+    duplicate, malformed = _number(duplicate_percent), _number(malformed_percent)
+    if duplicate is None or not 0 <= duplicate <= 100:
+        return "Enter the duplicate share as a percentage between 0 and 100."
+    if malformed is None or not 0 <= malformed <= 100:
+        return "Enter the malformed share as a percentage between 0 and 100."
+    return {"duplicate_share": duplicate / 100, "malformed_share": malformed / 100}
+
+
+def chaos_knobs_message(knobs: dict) -> str:
+    return (f"{knobs['duplicate_share'] * 100:g} % of trades sent twice, "
+            f"{knobs['malformed_share'] * 100:g} % of records malformed.")

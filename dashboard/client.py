@@ -40,6 +40,19 @@ def store_snapshot(client, day=None, channel=None, symbol=None) -> dict:
         f"{ids.SYMBOL_FILTER}.value": symbol})[ids.SNAPSHOT]["data"]
 
 
+def store_quarantine(client, day=None, reason=None) -> dict:
+    """What the same tick puts in the quarantine panel's store for the day and reason chosen."""
+    return call(client, [f"{ids.QUARANTINE_STORE}.data"], {
+        f"{ids.TICK}.n_intervals": 1, f"{ids.DAY_PICKER}.value": day,
+        f"{ids.QUARANTINE_REASON}.value": reason})[ids.QUARANTINE_STORE]["data"]
+
+
+def draw_quarantine(client, view: dict) -> dict:
+    """The quarantine panel drawn from its store: {id: {prop: value}}."""
+    return call(client, [f"{ids.QUARANTINE_COUNTS}.children", f"{ids.QUARANTINE_LIST}.children",
+                         f"{ids.QUARANTINE_REASON}.options"], {f"{ids.QUARANTINE_STORE}.data": view})
+
+
 def draw_chart(client, snapshot: dict, first_reported: bool = True) -> dict:
     """The chart callback on a store snapshot: the figure."""
     return call(client, [f"{ids.CHART}.figure"], {
@@ -63,4 +76,5 @@ def refresh_page(client, day=None) -> dict:
     snapshot = store_snapshot(client, day)
     figure = draw_chart(client, snapshot)
     draw_panels(client, snapshot)
+    draw_quarantine(client, store_quarantine(client, day))
     return figure

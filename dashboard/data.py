@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 
 from streaming.gold import MEASURES, window_sums
 from streaming.lake.store import Lake, quote, sql_literal
-from streaming.lake.tables import SILVER, Table
+from streaming.lake.tables import QUARANTINE, SILVER, Table
 
 GOLD_COLUMNS = ["window_start", "window_end", "buy_amount", "sell_amount", "settlement_amount",
                 "trade_count", "revision", "updated_at"]
@@ -23,6 +23,8 @@ LATE_TRADE_COLUMNS = ["trade_id", "event_time", "window_start", "watermark", "la
                       "detected_at", "backfilled_at"]
 SILVER_DRILL_COLUMNS = ["trade_id", "side", "amount", "event_time", "channel", "symbol"]
 FEED_ROWS = 25  # the newest rows on the page; the tables hold them all
+QUARANTINE_ROW_COLUMNS = ["reason", "topic", "partition", "offset", "kafka_timestamp", "ingested_at", "value"]
+VALUE_CHARS = 200  # a bad record's raw value is shown up to this many characters
 
 
 class TableReader:
@@ -98,6 +100,91 @@ class SilverFilterValues:
         channels, symbols = self._values
         self._values = (sorted({*channels, *filter(None, rows["channel"].to_pylist())}),
                         sorted({*symbols, *filter(None, rows["symbol"].to_pylist())}))
+
+
+class QuarantineReader:
+    """What the quarantine panel needs from silver/quarantine, read only when the table's
+    version has changed: the count of bad records per reason and UTC day of their Kafka time
+    (one aggregate query), and the newest FEED_ROWS records, of one reason or of all (a
+    top-k query, kept for the last reason asked). The table grows with every bad record, so
+    neither is a read of its rows. Shared by every page: a lock lets one request read while
+    the others wait for its answer."""
+
+    def __init__(self, lake: Lake):
+        self.lake = lake
+        self._lock = threading.Lock()
+        self._version: int | None = None
+        self._counts: list[dict] = []
+        self._newest: tuple[str | None, list[dict]] | None = None
+
+    def read(self, reason: str | None = None) -> tuple[list[dict], list[dict]]:
+        """([{reason, day, n}], the newest records of `reason` (None: of every reason))."""
+        with self._lock:
+            opened = self.lake.open(QUARANTINE)
+            if opened is None:
+                self._version, self._counts, self._newest = None, [], None
+                return [], []
+            if opened.version() != self._version:
+                self._version = opened.version()
+                self._counts, self._newest = self._read_counts(), None
+            if self._newest is None or self._newest[0] != reason:
+                self._newest = (reason, self._read_newest(reason))
+            return self._counts, self._newest[1]
+
+    def _read_counts(self) -> list[dict]:
+        reason, kafka_time = quote("reason"), quote("kafka_timestamp")
+        # date_trunc of a UTC time is its UTC day; the few groups are formatted here (cheaper than per row).
+        rows = self.lake.query(QUARANTINE, f"SELECT {reason} AS reason, date_trunc('day', {kafka_time}) AS day, "
+                                           f"count(*) AS n FROM t GROUP BY 1, 2")
+        return [] if rows is None else [dict(row, day=None if row["day"] is None else row["day"].strftime("%Y-%m-%d"))
+                                        for row in rows.to_pylist()]
+
+    def _read_newest(self, reason: str | None) -> list[dict]:
+        where = "" if reason is None else f" WHERE {quote('reason')} = {sql_literal(reason)}"
+        rows = self.lake.query(QUARANTINE, f"SELECT {', '.join(quote(c) for c in QUARANTINE_ROW_COLUMNS)} FROM t"
+                                           f"{where} ORDER BY {quote('ingested_at')} DESC, {quote('partition')} DESC, "
+                                           f"{quote('offset')} DESC LIMIT {FEED_ROWS}")
+        return [] if rows is None else [quarantine_record(row) for row in rows.to_pylist()]
+
+
+def shown_value(value: bytes | None, limit: int = VALUE_CHARS) -> str:
+    """A raw Kafka value as plain text for the page: bytes that are not UTF-8 as \\xNN escapes
+    after a "(binary, N bytes)" note, control characters escaped, cut to `limit` characters.
+    Only ever shown as text (Dash escapes it), never as HTML."""
+    if value is None:
+        return "(no value)"
+    value = bytes(value)
+    try:
+        text, note = value.decode("utf-8"), ""
+    except UnicodeDecodeError:
+        text, note = value.decode("utf-8", "backslashreplace"), f"(binary, {len(value):,} bytes) "
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    if len(text) > limit:
+        text = text[:limit] + f"… ({len(value):,} bytes)"
+    return note + text
+
+
+def quarantine_record(row: dict) -> dict:
+    """A quarantine row as the store's plain JSON: times as ISO strings, the value as text."""
+    return {"reason": row["reason"], "topic": row["topic"], "partition": row["partition"], "offset": row["offset"],
+            "kafka_timestamp": _iso(row["kafka_timestamp"]), "ingested_at": _iso(row["ingested_at"]),
+            "value": shown_value(row["value"])}
+
+
+def quarantine_view(counts: list[dict], newest: list[dict], day: str | None, reason: str | None) -> dict:
+    """The quarantine panel's part of the snapshot: per reason its count on `day` (the Kafka
+    time's UTC day) and of all time, most frequent first; the newest records; the reason shown."""
+    by_reason: dict[str, list[int]] = {}
+    for row in counts:
+        totals = by_reason.setdefault(row["reason"] or "(no reason)", [0, 0])
+        totals[1] += int(row["n"])
+        if day is not None and row["day"] == day:
+            totals[0] += int(row["n"])
+    reasons = [{"reason": name, "day": on, "total": total}
+               for name, (on, total) in sorted(by_reason.items(), key=lambda item: (-item[1][1], item[0]))]
+    return {"day": day, "reason": reason, "reasons": reasons, "rows": newest,
+            "day_total": sum(r["day"] for r in reasons), "total": sum(r["total"] for r in reasons)}
 
 
 def trading_days(gold: pd.DataFrame) -> list[str]:

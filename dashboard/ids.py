@@ -43,3 +43,20 @@ SYMBOL_FILTER = "symbol-filter"
 # A slower interval that refreshes the channel and symbol options from silver.
 FILTER_TICK = "filter-tick"
 CHART_NOTE = "chart-note"
+
+# The quarantine panel's own store, filled on the data tick.
+QUARANTINE_STORE = "quarantine-store"
+QUARANTINE_REASON = "quarantine-reason"
+QUARANTINE_COUNTS = "quarantine-counts"
+QUARANTINE_LIST = "quarantine-list"
+
+EXPORT_WINDOWS = "export-windows"
+EXPORT_CORRECTIONS = "export-corrections"
+DOWNLOAD_WINDOWS = "download-windows"
+DOWNLOAD_CORRECTIONS = "download-corrections"
+EXPORT_MESSAGE = "export-message"
+
+DUPLICATE_SHARE_INPUT = "duplicate-share-input"
+MALFORMED_SHARE_INPUT = "malformed-share-input"
+CHAOS_APPLY = "chaos-apply"
+CHAOS_MESSAGE = "chaos-message"

@@ -44,6 +44,47 @@ def late_trade_controls(simulation: Simulation | None, watermark_minutes: float 
     ])
 
 
+def chaos_controls(simulation: Simulation | None) -> html.Fieldset:
+    """The simulator's duplicate and malformed shares, in percent."""
+    disabled = simulation is None
+    duplicate = malformed = None
+    if simulation is not None:
+        duplicate, malformed = round(simulation.duplicate_share * 100, 2), round(simulation.malformed_share * 100, 2)
+    return html.Fieldset(className="control-group", children=[
+        html.Legend("Chaos"),
+        html.Label(["Duplicates ", _number(ids.DUPLICATE_SHARE_INPUT, duplicate, 0, 100, "any", disabled),
+                    " % of trades"]),
+        html.Label(["malformed ", _number(ids.MALFORMED_SHARE_INPUT, malformed, 0, 100, "any", disabled),
+                    " % of records"]),
+        html.Button("Apply", id=ids.CHAOS_APPLY, n_clicks=0, disabled=disabled),
+        html.Span(id=ids.CHAOS_MESSAGE, className="control-message", role="status"),
+    ])
+
+
+def quarantine_panel() -> html.Section:
+    """Bad records: counts per reason, and the newest ones, filterable by reason."""
+    return html.Section(className="panel quarantine", children=[
+        html.H2("Quarantine: records that are not valid trades"),
+        html.Div(id=ids.QUARANTINE_COUNTS),
+        html.Label(className="quarantine-filter", children=[
+            "Newest bad records of ",
+            dcc.Dropdown(id=ids.QUARANTINE_REASON, placeholder="every reason", options=[], clearable=True,
+                         searchable=False, className="picker wide-picker")]),
+        html.Div(id=ids.QUARANTINE_LIST),
+    ])
+
+
+def export_buttons() -> html.Div:
+    """CSV downloads of the shown day."""
+    return html.Div(className="export-actions", children=[
+        html.Button("Download windows (CSV)", id=ids.EXPORT_WINDOWS, n_clicks=0),
+        html.Button("Download corrections (CSV)", id=ids.EXPORT_CORRECTIONS, n_clicks=0),
+        html.Span(id=ids.EXPORT_MESSAGE, className="control-message", role="status"),
+        dcc.Download(id=ids.DOWNLOAD_WINDOWS),
+        dcc.Download(id=ids.DOWNLOAD_CORRECTIONS),
+    ])
+
+
 def reconciliation_panel(available: bool) -> html.Section:
     return html.Section(className="panel reconcile", children=[
         html.H2("Reconciliation: streaming gold against a batch recompute from silver"),
@@ -107,9 +148,11 @@ def build_layout(refresh_ms: int, producer_enabled: bool | None, simulation: Sim
         html.Section(id=ids.KPI_CARDS, className="kpis"),
         chart_toolbar(),
         dcc.Graph(id=ids.CHART, className="chart", config={"displaylogo": False, "responsive": True}),
+        export_buttons(),
         html.Section(className="controls", children=[
             producer_controls(producer_enabled, rate),
             late_trade_controls(simulation, watermark_minutes),
+            chaos_controls(simulation),
         ]),
         html.Div(id=ids.LATE_COUNTERS, className="status-line late-counters"),
         html.Section(className="panels", children=[
@@ -118,6 +161,7 @@ def build_layout(refresh_ms: int, producer_enabled: bool | None, simulation: Sim
             html.Div(className="panel", children=[html.H2("Too late to count"),
                                                   html.Div(id=ids.LATE_TRADES_LIST)]),
         ]),
+        quarantine_panel(),
         reconciliation_panel(reconcile_available),
         html.Section(className="panel health", children=[
             html.H2("Pipeline health"),
@@ -128,6 +172,7 @@ def build_layout(refresh_ms: int, producer_enabled: bool | None, simulation: Sim
             ]),
         ]),
         dcc.Store(id=ids.SNAPSHOT),
+        dcc.Store(id=ids.QUARANTINE_STORE),
         dcc.Store(id=ids.RECONCILE_RESULT),
         dcc.Interval(id=ids.TICK, interval=refresh_ms, n_intervals=0),
         dcc.Interval(id=ids.FILTER_TICK, interval=FILTER_REFRESH_MS, n_intervals=0),

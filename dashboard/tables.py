@@ -167,3 +167,32 @@ def chart_note(snapshot: dict | None) -> str:
     chosen = " · ".join(f"{name} {value}" for name, value in filters.items() if value)
     return (f"Drill-down ({chosen}): from silver, so every valid trade counts, also those too late for the "
             "watermark; clear the filters for the streaming totals.")
+
+
+def quarantine_counts(view: dict | None):
+    """Bad records per reason: on the shown day (by Kafka time, UTC) and of all time.
+    view: the quarantine store's data (data.quarantine_view)."""
+    view = view or {}
+    reasons = view.get("reasons", [])
+    day = view.get("day")
+    rows = [[r["reason"], f"{r['day']:,}" if day else "—", f"{r['total']:,}"] for r in reasons]
+    if rows:
+        rows.append(["total", f"{view.get('day_total', 0):,}" if day else "—", f"{view.get('total', 0):,}"])
+    return _table(["Reason", f"On {day}" if day else "On the shown day", "All time"], rows,
+                  "No bad record: every record on the topic was a valid trade.")
+
+
+def quarantine_list(view: dict | None):
+    """The newest bad records (of the chosen reason), their raw value as escaped text."""
+    view = view or {}
+    rows = [[(r["ingested_at"] or "")[11:19], r["reason"], f"{r['partition']}/{r['offset']:,}",
+             (r["kafka_timestamp"] or "—")[:19].replace("T", " "), html.Code(r["value"], className="raw-value")]
+            for r in view.get("rows", [])]
+    empty = (f"No bad record with reason “{view['reason']}”." if view.get("reason")
+             else "No bad record has been quarantined.")
+    return _table(["Quarantined (UTC)", "Reason", "Partition/offset", "Kafka time (UTC)", "Raw value"], rows, empty)
+
+
+def reason_options(view: dict | None) -> list[dict]:
+    reasons = (view or {}).get("reasons", [])
+    return [{"label": f"{r['reason']} ({r['total']:,})", "value": r["reason"]} for r in reasons]
