@@ -27,24 +27,23 @@ ENV_PREFIX = "TRADE_SUMMARY_"
 KAFKA_ENV_PREFIX = ENV_PREFIX + "KAFKA_"
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return value
+def _whole_number(minimum: int):
+    """An argparse type: a whole number of at least `minimum`."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            least = "a positive number" if minimum == 1 else f"{minimum} or more"
+            raise argparse.ArgumentTypeError(f"expected {least}, got {text!r}")
+        return value
+
+    return parse
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected 0 or more, got {text!r}")
-    return value
+_positive_int = _whole_number(1)
+_count = _whole_number(0)
 
 
 def spark_conf_pair(text: str) -> tuple[str, str]:
