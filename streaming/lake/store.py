@@ -168,21 +168,36 @@ class Lake:
             self.ensure(table)
 
     # -- reading --------------------------------------------------------------------------------
-    def query(self, table: Table, sql: str) -> pa.Table | None:
-        """Run `sql` on the table, named `t` in it; None if the table does not exist. Unlike a
-        pyarrow dataset, it makes no fragment per file first, which dominates a filtered read
-        of a table that gains a file per micro-batch (docs/architecture.md#reads)."""
+    def open_version(self, table: Table, version: int) -> DeltaTable | None:
+        """The table as it stood at `version` (Delta keeps every version until a VACUUM removes
+        the files it needs), or None if there is no such version."""
+        try:
+            return DeltaTable(self.location(table), version=version, storage_options=self.storage_options)
+        except Exception:  # noqa: BLE001 - no table, or a version out of range or vacuumed away
+            return None
+
+    def history(self, table: Table, limit: int | None = None) -> list[dict]:
+        """The table's commits, newest first: version, timestamp (ms), operation, ..."""
         opened = self.open(table)
+        return [] if opened is None else opened.history(limit)
+
+    def query(self, table: Table, sql: str, version: int | None = None) -> pa.Table | None:
+        """Run `sql` on the table (at `version`, or its latest), named `t` in it; None if the
+        table (or that version) does not exist. Unlike a pyarrow dataset, it makes no fragment
+        per file first, which dominates a filtered read of a table that gains a file per
+        micro-batch (docs/architecture.md#reads)."""
+        opened = self.open(table) if version is None else self.open_version(table, version)
         if opened is None:
             return None
         return plain_strings(pa.table(QueryBuilder().register("t", opened).execute(sql).read_all()))
 
-    def read(self, table: Table, columns: Sequence[str] | None = None, where: str | None = None) -> pa.Table:
-        """The rows matching `where` (SQL on the table's columns), or all; the table's schema's
-        types, and an empty table when it does not exist yet."""
+    def read(self, table: Table, columns: Sequence[str] | None = None, where: str | None = None,
+             version: int | None = None) -> pa.Table:
+        """The rows matching `where` (SQL on the table's columns), or all, at `version` or the
+        latest; the table's schema's types, and an empty table when it does not exist (yet)."""
         names = list(columns) if columns is not None else table.columns
         sql = f"SELECT {', '.join(quote(c) for c in names)} FROM t" + (f" WHERE {where}" if where else "")
-        rows = self.query(table, sql)
+        rows = self.query(table, sql, version)
         wanted = pa.schema([table.schema.field(c) for c in names])
         return wanted.empty_table() if rows is None else rows.cast(wanted)
 

@@ -136,3 +136,13 @@ def test_a_read_is_typed_by_the_catalog_and_empty_before_the_table_exists(tmp_pa
     lake.publish(SILVER_LIKE, trades(["a", "b"], [0, 20], "x"), Batch("app", 0))
     found = lake.read(SILVER_LIKE, ["trade_id"], "\"event_time\" > '2026-03-02T09:10:00Z'::timestamp")
     assert found.schema == pa.schema([("trade_id", pa.string())]) and found["trade_id"].to_pylist() == ["b"]
+
+
+def test_an_earlier_version_reads_as_it_stood_and_the_history_lists_the_commits(tmp_path):
+    lake = Lake(tmp_path)
+    lake.publish(BRONZE_LIKE, records([1], "a"), Batch("app", 0))
+    lake.publish(BRONZE_LIKE, records([1], "b"), Batch("app", 1), write=Write.UPSERT)
+    assert lake.read(BRONZE_LIKE, ["value"], version=0)["value"].to_pylist() == ["a"]
+    assert lake.read(BRONZE_LIKE, ["value"])["value"].to_pylist() == ["b"]
+    assert [commit["version"] for commit in lake.history(BRONZE_LIKE)] == [1, 0]
+    assert lake.read(BRONZE_LIKE, version=7).num_rows == 0 and lake.open_version(BRONZE_LIKE, 7) is None
