@@ -124,6 +124,7 @@ class App(Command):
         self.health = None
         self.web = None
         self.instance = InstanceLock(settings.data_dir)
+        self._catch_up_logged_at = float("-inf")  # when progress through a backlog was last logged
 
     # -- start ----------------------------------------------------------------------------
     def start(self) -> None:
@@ -209,7 +210,8 @@ class App(Command):
     # -- run ------------------------------------------------------------------------------
     def run_until_stopped(self) -> int:
         if self.settings.available_now:
-            self.pipeline.wait_until_done()
+            while any(q.isActive for q in self.pipeline.queries) and not self.stopping.wait(1.0):
+                self._report_catch_up(self.health.snapshot())
             return self._report_failures(final=True)
         from streaming.health import status_line
         from streaming.pipeline import GOLD_QUERY
@@ -223,11 +225,25 @@ class App(Command):
                               query.error)
                 return 1
             snapshot = self.health.snapshot()
+            self._report_catch_up(snapshot)
             gold_batch = max((q["batch_id"] or 0 for q in snapshot["queries"] if q["name"] == GOLD_QUERY), default=0)
             if gold_batch // self.settings.log_every_batches > logged_at_batch // self.settings.log_every_batches:
                 logged_at_batch = gold_batch
                 log.info("status: %s", status_line(snapshot))
         return 0
+
+    def _report_catch_up(self, snapshot: dict, every_s: float = 5.0) -> None:
+        """While a query works through a backlog: a line every few seconds with how far along it
+        is, and one when it has caught up."""
+        from streaming.health import catch_up_line
+
+        progress, now = snapshot.get("catch_up") or {}, time.monotonic()
+        if progress and now - self._catch_up_logged_at >= every_s:
+            self._catch_up_logged_at = now
+            log.info("catching up: %s", catch_up_line(progress))
+        elif not progress and self._catch_up_logged_at > float("-inf"):
+            self._catch_up_logged_at = float("-inf")
+            log.info("caught up with Kafka")
 
     def _report_failures(self, final: bool) -> int:
         failures = self.pipeline.failed()

@@ -30,6 +30,39 @@ def partition_lags(end_offsets: Mapping[str, int], queries: list[dict]) -> list[
     return rows
 
 
+# A query is catching up while its lag is more than this many seconds of its own work.
+CATCH_UP_SECONDS = 3.0
+MIN_CATCH_UP_RECORDS = 1_000
+
+
+def catch_up(queries: list[dict], lags: Mapping[str, int], backlogs: Mapping[str, int]) -> tuple[dict, dict]:
+    """The queries catching up on a backlog, each with its progress: (per query {"lag",
+    "backlog", "done", "rate", "eta_s"}, the backlogs to carry to the next sample). A backlog is
+    the largest lag since the query was last caught up; the rate is Spark's processed rows per
+    second of its last batch."""
+    progress, carried = {}, {}
+    for query in queries:
+        name, lag = query["name"], lags.get(query["name"], 0)
+        rate = query.get("processed_rows_per_second") or 0.0
+        if lag <= MIN_CATCH_UP_RECORDS or (rate > 0 and lag / rate <= CATCH_UP_SECONDS):
+            continue  # caught up: its next backlog starts afresh
+        backlog = max(lag, backlogs.get(name, 0))
+        carried[name] = backlog
+        progress[name] = {"lag": lag, "backlog": backlog, "done": backlog - lag, "rate": rate,
+                          "eta_s": lag / rate if rate > 0 else None}
+    return progress, carried
+
+
+def catch_up_line(progress: dict) -> str:
+    """'gold_trade_summary 250,000 of 1,000,000 records (25%) at 24,500/s, about 31 s left; ...'"""
+    parts = []
+    for name, p in progress.items():
+        eta = f", about {p['eta_s']:,.0f} s left" if p["eta_s"] is not None else ""
+        parts.append(f"{name} {p['done']:,} of {p['backlog']:,} records ({p['done'] / p['backlog']:.0%}) "
+                     f"at {p['rate']:,.0f}/s{eta}")
+    return "; ".join(parts)
+
+
 def total_lag(partitions: list[dict]) -> dict[str, int]:
     totals: dict[str, int] = collections.defaultdict(int)
     for row in partitions:
@@ -49,6 +82,7 @@ class HealthMonitor:
         self.interval_s = interval_s
         self._history: collections.deque = collections.deque(maxlen=max(int(history_s / interval_s), 2))
         self._latest: dict = {}
+        self._backlogs: dict[str, int] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="health", daemon=True)
@@ -90,6 +124,7 @@ class HealthMonitor:
             "kafka": kafka,
         }
         with self._lock:
+            snapshot["catch_up"], self._backlogs = catch_up(queries, kafka["total_lag"], self._backlogs)
             if kafka["total_lag"]:
                 self._history.append({"at": now, "lag": max(kafka["total_lag"].values())})
             snapshot["lag_history"] = list(self._history)
@@ -98,7 +133,7 @@ class HealthMonitor:
 
     def snapshot(self) -> dict:
         with self._lock:
-            return self._latest or {"at": None, "queries": [], "producer": None,
+            return self._latest or {"at": None, "queries": [], "producer": None, "catch_up": {},
                                     "kafka": {"error": None, "partitions": [], "total_lag": {}}, "lag_history": []}
 
 

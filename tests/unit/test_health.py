@@ -1,0 +1,29 @@
+"""Catch-up progress from the health figures (pure)."""
+
+from streaming.health import catch_up, catch_up_line
+
+
+def query(name, rate):
+    return {"name": name, "processed_rows_per_second": rate}
+
+
+def test_a_query_far_behind_reports_how_much_of_its_backlog_is_done_its_rate_and_what_is_left():
+    progress, backlogs = catch_up([query("gold", 25_000.0)], {"gold": 1_000_000}, {})
+    assert progress["gold"] == {"lag": 1_000_000, "backlog": 1_000_000, "done": 0, "rate": 25_000.0, "eta_s": 40.0}
+    progress, backlogs = catch_up([query("gold", 25_000.0)], {"gold": 750_000}, backlogs)
+    assert (progress["gold"]["done"], progress["gold"]["backlog"]) == (250_000, 1_000_000)
+    assert catch_up_line(progress) == "gold 250,000 of 1,000,000 records (25%) at 25,000/s, about 30 s left"
+
+
+def test_a_lag_of_a_few_seconds_of_work_is_not_a_catch_up_and_the_next_backlog_starts_afresh():
+    _, backlogs = catch_up([query("gold", 1_000.0)], {"gold": 50_000}, {})
+    progress, backlogs = catch_up([query("gold", 1_000.0)], {"gold": 2_000}, backlogs)  # 2 s of work
+    assert progress == {} and backlogs == {}
+    progress, _ = catch_up([query("gold", 1_000.0)], {"gold": 9_000}, backlogs)
+    assert progress["gold"]["backlog"] == 9_000
+
+
+def test_a_query_that_has_not_run_a_batch_yet_has_no_rate_and_no_estimate():
+    progress, _ = catch_up([query("gold", None)], {"gold": 300_000}, {})
+    assert progress["gold"]["eta_s"] is None
+    assert catch_up_line(progress) == "gold 0 of 300,000 records (0%) at 0/s"
