@@ -14,9 +14,13 @@ from dash import Dash, Input, Output, State, ctx, dcc, no_update
 
 from dashboard import export, figures, ids, tables
 from dashboard.data import (
+    HISTORY_COMMITS,
     QuarantineReader,
     SilverFilterValues,
     TableReader,
+    VersionReader,
+    as_of,
+    data_versions,
     json_records,
     on_day,
     quarantine_view,
@@ -28,12 +32,16 @@ from dashboard.data import (
 )
 from dashboard.layout import MAX_BEYOND_MINUTES
 from streaming.lake.store import Lake
+from streaming.lake.tables import GOLD
 
 log = logging.getLogger(__name__)
 UNAVAILABLE = "The producer simulation is not available in this run."
 SWITCH_INVALID = "The producer switch sent an unexpected value; the simulation is unchanged."
 CHOOSE_WINDOWS = "Choose the windows to backfill first."
 NOTHING_TO_EXPORT = "Nothing to export yet: the chart has no trading day."
+LIVE_LABEL = "Live"
+SHOWN, HIDDEN = {}, {"display": "none"}
+NO_HISTORY = "No history yet: gold has no versions to go back to."
 
 
 def register_callbacks(app: Dash, readers: dict[str, TableReader], status: Callable[[], dict],
@@ -139,6 +147,82 @@ def register_callbacks(app: Dash, readers: dict[str, TableReader], status: Calla
         return figures.summary_figure(snapshot if isinstance(snapshot, dict) else None, mode,
                                       first_reported=shown_first)
 
+    @app.callback(Output(ids.AS_OF_CHART, "figure"), Output(ids.AS_OF_CHART, "style"), Output(ids.CHART, "style"),
+                  Input(ids.AS_OF, "data"), Input(ids.CHART_MODE, "value"), Input(ids.FIRST_REPORTED, "value"))
+    def draw_as_of_chart(past, mode, first_reported):
+        """The time machine's chart, by the same figure code as the live one, in its place while
+        a version is chosen (the live chart keeps updating, hidden, and is shown again on Live)."""
+        if not (isinstance(past, dict) and isinstance(past.get("as_of"), dict)):
+            return no_update, HIDDEN, SHOWN
+        shown_first = isinstance(first_reported, list) and "on" in first_reported
+        figure = figures.summary_figure(past, mode, first_reported=shown_first)
+        return figures.as_of_figure(figure, past["as_of"].get("label")), SHOWN, HIDDEN
+
+    # -- the time machine: the chart as gold stood at an earlier version ------------------------
+    versions = VersionReader(lake) if lake is not None else None
+
+    @app.callback(Output(ids.TM_HISTORY, "data"), Output(ids.TM_SLIDER, "min"), Output(ids.TM_SLIDER, "max"),
+                  Output(ids.TM_SLIDER, "marks"), Input(ids.TICK, "n_intervals"), State(ids.TM_HISTORY, "data"))
+    def refresh_history(_tick, shown):
+        """Gold's data versions (its newest HISTORY_COMMITS commits without compactions) for the
+        slider; nothing is sent when they have not changed."""
+        history = data_versions(lake.history(GOLD, HISTORY_COMMITS)) if lake is not None else []
+        if history == shown:
+            return no_update, no_update, no_update, no_update
+        if not history:
+            return [], 0, 0, {}
+        return history, history[0][0], history[-1][0], version_marks(history)
+
+    @app.callback(Output(ids.AS_OF, "data"), Output(ids.TM_LABEL, "children"), Input(ids.TM_SLIDER, "value"),
+                  Input(ids.DAY_PICKER, "value"), State(ids.TM_HISTORY, "data"), State(ids.SNAPSHOT, "data"))
+    def choose_version(version, day, history, live):
+        """The snapshot of the chosen version, built as the live one is (snapshot_from) from gold
+        at that version, with only the corrections and too-late trades known at its commit."""
+        if version is None:
+            return None, LIVE_LABEL
+        commit = version_commit(version, history)
+        if isinstance(commit, str):
+            return None, commit
+        chosen, at_ms = commit
+        until = pd.Timestamp(at_ms, unit="ms", tz="UTC")
+        late = as_of(readers["late_trades"].read(), "detected_at", until)
+        if "backfilled_at" in late and not late.empty:  # a backfill after that moment had not happened yet
+            late = late.assign(backfilled_at=late["backfilled_at"].where(
+                pd.to_datetime(late["backfilled_at"], utc=True) <= until))
+        try:
+            gold = versions.read(chosen)
+        except Exception as exc:  # noqa: BLE001 - e.g. a version whose files a vacuum removed: said on the page
+            log.warning("gold version %s cannot be read: %s", chosen, exc)
+            return None, f"Version {chosen} can no longer be read (a vacuum may have removed its files)."
+        snapshot = snapshot_from(gold, as_of(readers["corrections"].read(), "corrected_at", until),
+                                 late, _text(day) or _shown_day(live))
+        label = f"as of {until:%H:%M:%S} UTC, version {chosen}"
+        snapshot["as_of"] = {"version": chosen, "at": until.isoformat(), "label": label}
+        return snapshot, label
+
+    @app.callback(Output(ids.TM_SLIDER, "value"), Output(ids.TM_PLAY_TICK, "disabled"),
+                  Output(ids.TM_PLAY, "children"), Input(ids.TM_PLAY, "n_clicks"),
+                  Input(ids.TM_PLAY_TICK, "n_intervals"), Input(ids.TM_LIVE, "n_clicks"),
+                  State(ids.TM_SLIDER, "value"), State(ids.TM_PLAY_TICK, "disabled"), State(ids.TM_HISTORY, "data"),
+                  prevent_initial_call=True)
+    def play(_play, _tick, _live, version, paused, history):
+        """Play/Pause steps the slider through the data versions (from the oldest when it is on
+        Live or at the newest) and stops at the newest; Live leaves the time machine."""
+        if ctx.triggered_id == ids.TM_LIVE:
+            return None, True, "Play"
+        stops = [entry[0] for entry in _history(history)]
+        playing = paused is False
+        if not stops or (ctx.triggered_id == ids.TM_PLAY and playing):
+            return no_update, True, "Play"
+        current = version if _whole(version) else None
+        if ctx.triggered_id == ids.TM_PLAY:
+            at_end = current is None or current >= stops[-1] or current < stops[0]
+            return (stops[0] if at_end else no_update), False, "Pause"
+        later = [stop for stop in stops if current is None or stop > current]
+        if not later:
+            return no_update, True, "Play"
+        return later[0], later[0] == stops[-1], "Play" if later[0] == stops[-1] else "Pause"
+
     @app.callback(Output(ids.STATUS_LINE, "children"), Output(ids.LATE_COUNTERS, "children"),
                   Output(ids.CORRECTIONS_FEED, "children"), Output(ids.LATE_TRADES_LIST, "children"),
                   Input(ids.SNAPSHOT, "data"))
@@ -221,6 +305,39 @@ def register_callbacks(app: Dash, readers: dict[str, TableReader], status: Calla
                   Output(ids.BACKFILL_CHOICE, "value"), Input(ids.RECONCILE_RESULT, "data"))
     def draw_reconciliation(result):
         return tables.reconciliation_table(result), tables.backfill_options(result), []
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _history(history) -> list[list[int]]:
+    """The history store's [version, ms] pairs, anything else left out."""
+    if not isinstance(history, list):
+        return []
+    return [entry for entry in history if isinstance(entry, list) and len(entry) == 2 and all(map(_whole, entry))]
+
+
+def version_commit(version, history) -> tuple[int, int] | str:
+    """The data version shown for a slider value (the newest at or before it: a compaction
+    changes nothing) and its commit time in ms; or a message when there is none."""
+    stops = _history(history)
+    if not stops:
+        return NO_HISTORY
+    if isinstance(version, float) and version.is_integer():
+        version = int(version)
+    if not _whole(version) or not stops[0][0] <= version <= stops[-1][0]:
+        return (f"Version {version!r} is not in gold's history shown here (versions {stops[0][0]} to "
+                f"{stops[-1][0]}): choose one on the slider.")
+    chosen = max((entry for entry in stops if entry[0] <= version), key=lambda entry: entry[0])
+    return chosen[0], chosen[1]
+
+
+def version_marks(history: list[list[int]]) -> dict:
+    """Slider marks: the oldest and newest data versions, labelled with their commit times."""
+    def label(entry):
+        return f"{pd.Timestamp(entry[1], unit='ms', tz='UTC'):%H:%M:%S} (v{entry[0]})"
+    return {str(history[0][0]): label(history[0]), str(history[-1][0]): label(history[-1])}
 
 
 def validate_rate(rate) -> str | None:

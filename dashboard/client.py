@@ -17,16 +17,16 @@ def decode(values):
     return list(values)
 
 
-def call(client, outputs: list[str], inputs: dict, state: dict | None = None) -> dict:
-    """outputs: ["id.prop", ...]; inputs/state: {"id.prop": value}; the first input is the trigger.
-    Returns {id: {prop: value}}."""
+def call(client, outputs: list[str], inputs: dict, state: dict | None = None, changed: str | None = None) -> dict:
+    """outputs: ["id.prop", ...]; inputs/state: {"id.prop": value}, in the callback's order; the
+    first input is the trigger unless `changed` ("id.prop") names another. Returns {id: {prop: value}}."""
     def props(mapping):
         return [{"id": key.split(".")[0], "property": key.split(".")[1], "value": value}
                 for key, value in (mapping or {}).items()]
     output = outputs[0] if len(outputs) == 1 else ".." + "...".join(outputs) + ".."
     described = [{"id": o.split(".")[0], "property": o.split(".")[1]} for o in outputs]
     payload = {"output": output, "outputs": described[0] if len(outputs) == 1 else described,
-               "inputs": props(inputs), "state": props(state), "changedPropIds": [next(iter(inputs))]}
+               "inputs": props(inputs), "state": props(state), "changedPropIds": [changed or next(iter(inputs))]}
     response = client.post("/_dash-update-component", json=payload)
     if response.status_code != 200:
         raise AssertionError(f"callback {output} answered {response.status_code}: {response.data[:500]!r}")

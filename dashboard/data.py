@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -12,7 +13,7 @@ import pyarrow.compute as pc
 
 from streaming.gold import MEASURES, window_sums
 from streaming.lake.store import Lake, quote, sql_literal
-from streaming.lake.tables import QUARANTINE, SILVER, Table
+from streaming.lake.tables import GOLD, QUARANTINE, SILVER, Table
 
 GOLD_COLUMNS = ["window_start", "window_end", "buy_amount", "sell_amount", "settlement_amount",
                 "trade_count", "revision", "updated_at"]
@@ -25,6 +26,9 @@ SILVER_DRILL_COLUMNS = ["trade_id", "side", "amount", "event_time", "channel", "
 FEED_ROWS = 25  # the newest rows on the page; the tables hold them all
 QUARANTINE_ROW_COLUMNS = ["reason", "topic", "partition", "offset", "kafka_timestamp", "ingested_at", "value"]
 VALUE_CHARS = 200  # a bad record's raw value is shown up to this many characters
+HISTORY_COMMITS = 500  # the time machine looks back over gold's newest this many commits
+# Commits that change no values (compaction, vacuum, table properties): not worth a stop.
+NO_DATA_OPERATIONS = frozenset({"OPTIMIZE", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES"})
 
 
 class TableReader:
@@ -46,6 +50,52 @@ class TableReader:
             self._version = opened.version()
             self._frame = self.lake.read(self.table, self.columns).to_pandas()
         return self._frame
+
+
+def data_versions(history: list[dict]) -> list[list[int]]:
+    """[version, commit time in ms] of the commits that changed data, oldest first: a Delta
+    history (newest first) without its compactions and other commits that change no values."""
+    versions = [[int(c["version"]), int(c.get("timestamp") or 0)] for c in history
+                if c.get("version") is not None and c.get("operation") not in NO_DATA_OPERATIONS]
+    return sorted(versions)
+
+
+class VersionReader:
+    """Gold as it stood at a version, for the time machine. A version never changes, so the
+    last `size` versions read are kept (an LRU): a played animation steps through consecutive
+    versions, and going back over them again reads nothing. Shared by every page."""
+
+    def __init__(self, lake: Lake, table: Table = GOLD, columns: list[str] | None = None, size: int = 32):
+        self.lake = lake
+        self.table = table
+        self.columns = columns or GOLD_COLUMNS
+        self.size = size
+        self.hits = self.misses = 0
+        self._lock = threading.Lock()
+        self._frames: OrderedDict[int, pd.DataFrame] = OrderedDict()
+
+    def read(self, version: int) -> pd.DataFrame:
+        """The table at `version` (an empty frame if that version cannot be read)."""
+        with self._lock:
+            frame = self._frames.get(version)
+            if frame is not None:
+                self.hits += 1
+                self._frames.move_to_end(version)
+                return frame
+        frame = self.lake.read(self.table, self.columns, version=version).to_pandas()
+        with self._lock:
+            self.misses += 1
+            self._frames[version] = frame
+            while len(self._frames) > self.size:
+                self._frames.popitem(last=False)
+        return frame
+
+
+def as_of(frame: pd.DataFrame, column: str, until: pd.Timestamp) -> pd.DataFrame:
+    """The rows whose `column` is at or before `until` (UTC): what had happened by then."""
+    if frame.empty:
+        return frame
+    return frame[utc_micros(frame[column]) <= np.datetime64(until.tz_convert("UTC").tz_localize(None), "us")]
 
 
 class SilverFilterValues:

@@ -147,6 +147,15 @@ def summary_figure(snapshot: dict | None, mode: str = ids.MODE_WINDOW, first_rep
     ))
 
 
+def as_of_figure(figure: dict, label: str | None) -> dict:
+    """A chart drawn from an earlier version of gold, saying so in its top right corner."""
+    layout = dict(figure.get("layout") or {})
+    layout["annotations"] = [*layout.get("annotations", []), dict(
+        text=label or "an earlier version", xref="paper", yref="paper", x=1, y=1.02, xanchor="right",
+        yanchor="bottom", showarrow=False, font=dict(size=12, color="#b45309"))]
+    return {**figure, "layout": layout}
+
+
 def lag_sparkline(snapshot: dict | None) -> dict:
     """The total Kafka lag (the slowest query's) over the last minutes."""
     history = (snapshot or {}).get("status", {}).get("lag_history", [])

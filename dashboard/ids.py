@@ -60,3 +60,13 @@ DUPLICATE_SHARE_INPUT = "duplicate-share-input"
 MALFORMED_SHARE_INPUT = "malformed-share-input"
 CHAOS_APPLY = "chaos-apply"
 CHAOS_MESSAGE = "chaos-message"
+
+# The time machine: the chart as gold stood at an earlier version.
+TM_HISTORY = "time-machine-history"  # [[version, commit ms], ...] of gold's data versions
+TM_SLIDER = "time-machine-slider"
+TM_PLAY = "time-machine-play"
+TM_PLAY_TICK = "time-machine-play-tick"
+TM_LIVE = "time-machine-live"
+TM_LABEL = "time-machine-label"
+AS_OF = "as-of-snapshot"
+AS_OF_CHART = "as-of-chart"  # the chart drawn from AS_OF, shown in the live chart's place

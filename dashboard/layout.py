@@ -134,6 +134,28 @@ def chart_toolbar() -> html.Div:
     ])
 
 
+# While playing, the time machine steps to the next version this often.
+PLAY_STEP_MS = 500
+
+
+def time_machine() -> html.Div:
+    """Under the chart: a slider over gold's versions (filled by a callback from the table's
+    history), Play/Pause stepping through them, Live returning to the current view, and a label
+    saying which version the chart shows."""
+    return html.Div(className="time-machine", children=[
+        html.Span("History", className="time-machine-title"),
+        html.Button("Play", id=ids.TM_PLAY, n_clicks=0, className="time-machine-play"),
+        html.Div(className="time-machine-slider", children=[
+            dcc.Slider(id=ids.TM_SLIDER, min=0, max=0, step=1, value=None, marks={}, updatemode="mouseup",
+                       tooltip={"placement": "bottom", "always_visible": False})]),
+        html.Button("Live", id=ids.TM_LIVE, n_clicks=0, className="time-machine-live"),
+        html.Span("Live", id=ids.TM_LABEL, className="time-machine-label", role="status"),
+        dcc.Store(id=ids.TM_HISTORY),
+        dcc.Store(id=ids.AS_OF),
+        dcc.Interval(id=ids.TM_PLAY_TICK, interval=PLAY_STEP_MS, n_intervals=0, disabled=True),
+    ])
+
+
 def build_layout(refresh_ms: int, producer_enabled: bool | None, simulation: Simulation | None = None,
                  watermark_minutes: float | None = None, reconcile_available: bool = False):
     """KPI cards, then the chart (it dominates), then the controls, the late-data panels,
@@ -148,6 +170,9 @@ def build_layout(refresh_ms: int, producer_enabled: bool | None, simulation: Sim
         html.Section(id=ids.KPI_CARDS, className="kpis"),
         chart_toolbar(),
         dcc.Graph(id=ids.CHART, className="chart", config={"displaylogo": False, "responsive": True}),
+        dcc.Graph(id=ids.AS_OF_CHART, className="chart as-of-chart", style={"display": "none"},
+                  config={"displaylogo": False, "responsive": True}),
+        time_machine(),
         export_buttons(),
         html.Section(className="controls", children=[
             producer_controls(producer_enabled, rate),
