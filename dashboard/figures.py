@@ -8,6 +8,7 @@ from itertools import accumulate
 import pandas as pd
 
 from dashboard import ids
+from streaming.health import catch_up_line
 
 # The seed's meaning: buy blue, sell orange, settlement grey (a colour-blind-safe pair + grey).
 BUY_COLOR = "#1f77b4"
@@ -180,6 +181,8 @@ def status_text(snapshot: dict | None) -> str:
         parts.append(f"Producer {state} · {producer['rate']:g} trades/s · sent {producer['sent']:,}"
                      + (f" · failed {producer['failed']:,}" if producer["failed"] else "")
                      + f" · market time {producer['market_time'][11:16]}")
+    if status.get("catch_up"):
+        parts.insert(0, f"Catching up: {catch_up_line(status['catch_up'])}")
     queries = status.get("queries", [])
     for query in queries:
         if query.get("error"):

@@ -27,3 +27,13 @@ def test_a_query_that_has_not_run_a_batch_yet_has_no_rate_and_no_estimate():
     progress, _ = catch_up([query("gold", None)], {"gold": 300_000}, {})
     assert progress["gold"]["eta_s"] is None
     assert catch_up_line(progress) == "gold 0 of 300,000 records (0%) at 0/s"
+
+
+def test_the_page_status_line_shows_the_catch_up_while_it_lasts():
+    from dashboard.figures import status_text
+
+    progress, _ = catch_up([query("gold_trade_summary", 10_000.0)], {"gold_trade_summary": 120_000}, {})
+    status = {"producer": None, "queries": [], "catch_up": progress}
+    assert status_text({"status": status}).startswith(
+        "Catching up: gold_trade_summary 0 of 120,000 records (0%) at 10,000/s, about 12 s left")
+    assert "Catching up" not in status_text({"status": {**status, "catch_up": {}}})
