@@ -114,14 +114,3 @@ def forget_last_commit_of(settings: Settings, query_name: str) -> int:
     (commits / str(last)).unlink()
     (commits / f".{last}.crc").unlink(missing_ok=True)
     return last
-
-
-def run_once(spark, settings: Settings) -> None:
-    """Start the pipeline, process everything available, stop it (one seed-style iteration)."""
-    pipeline = Pipeline(spark, settings)
-    pipeline.start()
-    try:
-        for query in pipeline.queries:
-            query.processAllAvailable()
-    finally:
-        pipeline.stop()
