@@ -2,7 +2,7 @@
 a free port and a temporary data dir, one Spark session, the memory sampler throughout.
 
 1. broker anchor: a plain confluent-kafka consumer reading the preloaded trades (load.py);
-2. throughput: the pipeline (both queries) catching up on those trades, Kafka to gold, after
+2. throughput: the pipeline (the one query) catching up on those trades, Kafka to gold, after
    a warm-up run over other trades (a cold JVM runs its first batches slower);
 3. freshness: trades produced at a steady rate, time from produce to visible in gold;
 4. dashboard: one page refresh (the data callback reading the tables, then the figures);

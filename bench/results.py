@@ -21,7 +21,7 @@ class Results:
     broker_msgs_per_s: float = 0.0
     spark_start_s: float = 0.0
     throughput: float = 0.0  # sustained: trades / (last batch end - first batch start)
-    throughput_wall: float = 0.0  # trades / (query start .. both queries done)
+    throughput_wall: float = 0.0  # trades / (query start .. done)
     warmup_trades: int = 0
     throughput_cold: float = 0.0  # the warm-up's own sustained rate, in a JVM that had run nothing yet
     batches: dict = field(default_factory=dict)  # query -> {"batches", "mean_ms", "max_ms"}

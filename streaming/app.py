@@ -214,7 +214,6 @@ class App(Command):
                 self._report_catch_up(self.health.snapshot())
             return self._report_failures(final=True)
         from streaming.health import status_line
-        from streaming.pipeline import GOLD_QUERY
 
         logged_at_batch = -1
         while not self.stopping.wait(1.0):
@@ -226,9 +225,9 @@ class App(Command):
                 return 1
             snapshot = self.health.snapshot()
             self._report_catch_up(snapshot)
-            gold_batch = max((q["batch_id"] or 0 for q in snapshot["queries"] if q["name"] == GOLD_QUERY), default=0)
-            if gold_batch // self.settings.log_every_batches > logged_at_batch // self.settings.log_every_batches:
-                logged_at_batch = gold_batch
+            batch = max((q["batch_id"] or 0 for q in snapshot["queries"]), default=0)
+            if batch // self.settings.log_every_batches > logged_at_batch // self.settings.log_every_batches:
+                logged_at_batch = batch
                 log.info("status: %s", status_line(snapshot))
         return 0
 

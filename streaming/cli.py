@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from streaming.config import (
-    BRONZE_SILVER_TRIGGER_FACTOR,
     CLEAN_SOURCE_MODES,
     LoadSettings,
     Settings,
@@ -193,12 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
                         metavar="DURATION", help="how late a trade may arrive and still count (default: '30 minutes')")
     stream.add_argument("--trigger", type=_argtype(parse_duration), default=parse_duration("1 second"),
                         metavar="DURATION",
-                        help="micro-batch interval of the gold query, e.g. '2 seconds' or '500 milliseconds' "
+                        help="micro-batch interval, e.g. '2 seconds' or '500 milliseconds' "
                              "(default: '1 second')")
-    stream.add_argument("--bronze-silver-trigger", type=_argtype(parse_duration), metavar="DURATION",
-                        help="micro-batch interval of the bronze/silver query, which feeds the audit tables "
-                             f"and the too-late list rather than the chart (default: {BRONZE_SILVER_TRIGGER_FACTOR} x "
-                             "--trigger, leaving the cores to gold)")
     stream.add_argument("--available-now", action="store_true",
                         help="process everything already in Kafka, then exit 0 (catch-up / cron use)")
     stream.add_argument("--max-offsets-per-trigger", type=_positive_int, metavar="N",
@@ -301,7 +296,6 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None
         window=ns.window,
         watermark=ns.watermark,
         trigger=ns.trigger,
-        bronze_silver_trigger=ns.bronze_silver_trigger,
         available_now=ns.available_now,
         max_offsets_per_trigger=ns.max_offsets_per_trigger,
         replay_from=ns.replay_from,

@@ -123,9 +123,6 @@ class KafkaTarget:
         return f"Kafka {broker}, topic '{self.topic}'{extra}"
 
 
-BRONZE_SILVER_TRIGGER_FACTOR = 3
-
-
 @dataclass(frozen=True)
 class Settings(KafkaTarget):
     producer_enabled: bool = True
@@ -138,7 +135,6 @@ class Settings(KafkaTarget):
     window: timedelta = timedelta(minutes=15)
     watermark: timedelta = timedelta(minutes=30)
     trigger: timedelta = timedelta(seconds=1)
-    bronze_silver_trigger: timedelta | None = None  # None: BRONZE_SILVER_TRIGGER_FACTOR x trigger
     available_now: bool = False
     max_offsets_per_trigger: int | None = None
     replay_from: datetime | None = None
@@ -146,18 +142,12 @@ class Settings(KafkaTarget):
     spark_conf: tuple[tuple[str, str], ...] = ()  # --conf KEY=VALUE, applied over our defaults
     simulation: Simulation = Simulation()
     refresh_ms: int = 2000
-    log_every_batches: int = 20  # a status line in the terminal every N gold micro-batches
+    log_every_batches: int = 20  # a status line in the terminal every N micro-batches
     max_query_restarts: int = 5  # a failed query is restarted from its checkpoint this many times, with backoff
 
     @property
     def checkpoint_dir(self) -> Path:
         return self.data_dir / "checkpoints"
-
-    @property
-    def bronze_silver_interval(self) -> timedelta:
-        """The bronze/silver query feeds the audit tables and the too-late list, not the chart:
-        fewer, larger micro-batches cost less per trade and leave the cores to gold."""
-        return self.bronze_silver_trigger or self.trigger * BRONZE_SILVER_TRIGGER_FACTOR
 
 
     def describe(self) -> str:

@@ -1,14 +1,10 @@
-"""Gold: valid trades -> the windowed trade summary, twice: in Spark (`trade_summary`, the
-stream) and in Arrow (`window_sums`, for a batch of trades read from silver). Both are pure;
-tests/unit/test_window_sums.py checks they agree.
+"""Gold: valid trades -> the windowed trade summary, twice: in Arrow (`window_sums`, what the
+stream adds to gold per micro-batch, and what a recount or a drill-down computes from silver)
+and in Spark (`trade_summary`, the reconciliation's independent recompute). Both are pure;
+tests/integration/test_window_sums_agree.py checks they agree.
 
-The stream is one stateful chain, in update mode:
-    withWatermark(event_time) -> dropDuplicatesWithinWatermark(trade_id) -> window aggregate
-
-The dedup step drops a trade whose event time is at or behind the watermark that Spark
-applies to late input (the previous micro-batch's, see lateness.py); so "too late" means
-exactly `event_time <= watermark`, whatever window the trade falls in. A trade delivered twice within
-the watermark is counted once.
+The stream has no Spark state: `with_watermark` lets Spark track the watermark over the valid
+trades' event times, and the sink judges each batch's trades against it (lateness.py).
 """
 
 from __future__ import annotations
@@ -31,16 +27,20 @@ WINDOW_SUMS_SCHEMA = pa.schema([
 ])
 
 
-def trade_summary(trades: DataFrame, window: timedelta, watermark: timedelta) -> DataFrame:
-    """Per tumbling window [start, start + window): buy, sell, settlement and trade count."""
+def with_watermark(parsed: DataFrame, delay: timedelta) -> DataFrame:
+    """silver.parse_trades() output with Spark's watermark on the valid trades' event times, in a
+    `trade_time` column (NULL for a bad record, which Spark's watermark then ignores: a record
+    with a bad price but a far-future time must not move it)."""
+    return (parsed.withColumn("trade_time", F.when(F.col("valid"), F.col("event_time")))
+            .withWatermark("trade_time", format_duration(delay)))
+
+
+def trade_summary(trades: DataFrame, window: timedelta) -> DataFrame:
+    """Per tumbling window [start, start + window) of a batch of trades, each trade_id once:
+    buy, sell, settlement and trade count."""
     amount_of = lambda side: F.sum(F.when(F.col("side") == side, F.col("amount")).otherwise(F.lit(0.0)))  # noqa: E731
-    watermarked = trades.withWatermark("event_time", format_duration(watermark))
-    # The same function recomputes a batch of trades (e.g. from silver), where Spark only
-    # offers a plain dropDuplicates.
-    unique = (watermarked.dropDuplicatesWithinWatermark(["trade_id"]) if trades.isStreaming
-              else watermarked.dropDuplicates(["trade_id"]))
     return (
-        unique
+        trades.dropDuplicates(["trade_id"])
         .groupBy(F.window("event_time", format_duration(window)).alias("window"))
         .agg(
             amount_of("BUY").alias("buy_amount"),

@@ -54,7 +54,7 @@ def catch_up(queries: list[dict], lags: Mapping[str, int], backlogs: Mapping[str
 
 
 def catch_up_line(progress: dict) -> str:
-    """'gold_trade_summary 250,000 of 1,000,000 records (25%) at 24,500/s, about 31 s left; ...'"""
+    """'medallion 250,000 of 1,000,000 records (25%) at 24,500/s, about 31 s left; ...'"""
     parts = []
     for name, p in progress.items():
         eta = f", about {p['eta_s']:,.0f} s left" if p["eta_s"] is not None else ""

@@ -1,15 +1,13 @@
 """Which trades were too late for the watermark, derived exactly rather than guessed.
 
-Spark records, for each micro-batch N of a query, its watermark (`batchWatermarkMs`: the
-largest event time of batches before N, less the delay) and the source offsets it ended at,
-in `<checkpoint>/offsets/N`. Batch N evicts state with its own watermark but drops late input
-rows against the watermark of batch N-1 (with chained stateful operators, Spark judges late
-events by the previous batch's watermark). That is the one a trade of batch N can miss.
+Spark records, for each micro-batch N of the query, the watermark it runs with
+(`batchWatermarkMs`: the largest event time of the valid trades in batches before N, less the
+delay) and the source offsets it ended at, in `<checkpoint>/offsets/N`. A trade of batch N
+is too late when its event time is at or before that watermark (`too_late`, in the sink).
 
-The gold sink copies it into the `gold/batch_watermarks` ledger (`ledger_rows`): one row per (query, batch,
-topic, partition) with the offset range [start_offset, end_offset) and that watermark. A
-valid trade is too late when the gold batch that read its Kafka record had a watermark at or
-after its event time (the dedup operator's rule, see gold.py).
+The sink copies it into the `gold/batch_watermarks` ledger (`ledger_rows`): one row per (query,
+batch, topic, partition) with the offset range [start_offset, end_offset) and the watermark.
+`too_late_trades` derives the same from silver and the ledger alone; the tests check the two agree.
 """
 
 from __future__ import annotations
@@ -18,22 +16,24 @@ from datetime import datetime, timedelta, timezone
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from streaming.lake.checkpoints import OffsetLogEntry
 from streaming.lake.tables import BATCH_WATERMARKS, LATE_TRADES
 
 # Silver columns needed to tell and to describe a too-late trade.
+EPOCH = datetime.fromtimestamp(0, tz=timezone.utc)
 LATE_CANDIDATE_COLUMNS = ["trade_id", "event_time", "side", "amount", "topic", "partition", "offset"]
 
 
 def ledger_rows(query_id: str, batch_id: int, read: OffsetLogEntry | None,
                 previous: OffsetLogEntry | None) -> pa.Table:
     """The ledger rows of one batch: the offset ranges it read (from the previous batch's ends
-    to its own) and the watermark its late input was judged against (the previous batch's)."""
+    to its own) and the watermark it ran with."""
     if read is None:
         return BATCH_WATERMARKS.schema.empty_table()
-    watermark_ms, starts = (previous.watermark_ms, previous.ends) if previous else (0, {})
-    watermark = datetime.fromtimestamp(watermark_ms / 1000, tz=timezone.utc)
+    starts = previous.ends if previous else {}
+    watermark = datetime.fromtimestamp(read.watermark_ms / 1000, tz=timezone.utc)
     rows = [(tp, starts.get(tp, 0), end) for tp, end in sorted(read.ends.items()) if end > starts.get(tp, 0)]
     return pa.table({
         "query_id": [query_id] * len(rows), "batch_id": [batch_id] * len(rows),
@@ -41,6 +41,21 @@ def ledger_rows(query_id: str, batch_id: int, read: OffsetLogEntry | None,
         "start_offset": [s for _, s, _ in rows], "end_offset": [e for _, _, e in rows],
         "watermark": [watermark] * len(rows),
     }, schema=BATCH_WATERMARKS.schema)
+
+
+def judged_watermark(ledger: pa.Table) -> datetime:
+    """The watermark a batch's trades are judged against, from its ledger rows (the epoch
+    before the first watermark)."""
+    if ledger.num_rows == 0:
+        return EPOCH
+    return ledger["watermark"][0].as_py()
+
+
+def too_late(trades: pa.Table, watermark: datetime) -> pa.ChunkedArray:
+    """Per trade of a batch: whether its event time is at or before the batch's watermark."""
+    if watermark <= EPOCH:
+        return pa.chunked_array([pa.array([False] * trades.num_rows, pa.bool_())])
+    return pc.less_equal(trades["event_time"], pa.scalar(watermark, trades["event_time"].type))
 
 
 def too_late_trades(silver: pd.DataFrame, ledger: pd.DataFrame) -> pd.DataFrame:

@@ -1,5 +1,5 @@
-"""Query starters: source -> transformations -> sink, checkpoint and trigger. Kept thin; the
-logic lives in silver.py and gold.py, the writing in sinks.py and the lake."""
+"""The query starter: source -> transformations -> sink, checkpoint and trigger. Kept thin; the
+logic lives in silver.py, gold.py and lateness.py, the writing in sinks.py and the lake."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from datetime import timedelta
 from typing import Callable
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from streaming import gold, silver
@@ -21,14 +20,11 @@ from streaming.kafka.datasource import SOURCE_NAME
 from streaming.kafka.options import spark_kafka_options
 from streaming.lake.checkpoints import Checkpoints
 from streaming.lake.store import Lake
-from streaming.replay import ReplayBaseline, load_baseline
-from streaming.sinks import GoldSink, MedallionSink
-from streaming.spark_session import gold_shuffle_partitions, shuffle_partitions
+from streaming.sinks import MedallionSink
 
 log = logging.getLogger(__name__)
 
-BRONZE_SILVER_QUERY = "bronze_silver"
-GOLD_QUERY = "gold_trade_summary"
+MEDALLION_QUERY = "medallion"  # reads Kafka and writes every table
 
 
 def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
@@ -56,37 +52,19 @@ def with_trigger(writer, settings: Settings | LoadSettings, interval: timedelta 
     return writer.trigger(processingTime=format_duration(interval or settings.trigger))
 
 
-def start_bronze_silver_query(spark: SparkSession, settings: Settings, lake: Lake) -> StreamingQuery:
-    checkpoint = Checkpoints(settings.checkpoint_dir).query(BRONZE_SILVER_QUERY)
+def start_medallion_query(spark: SparkSession, settings: Settings, lake: Lake) -> StreamingQuery:
+    """The one query: Kafka is read and parsed once, and each micro-batch feeds every table."""
+    checkpoint = Checkpoints(settings.checkpoint_dir).query(MEDALLION_QUERY)
     # The sink splits on `reason` and stamps `ingested_at`: a current_timestamp() here would be a new
     # literal in every micro-batch, and Spark would compile the whole parse again each time.
-    parsed = silver.parse_trades(read_kafka(spark, settings)).drop("valid")
+    parsed = gold.with_watermark(silver.parse_trades(read_kafka(spark, settings)), settings.watermark).drop("valid")
     writer = (
-        parsed.writeStream.queryName(BRONZE_SILVER_QUERY)
+        parsed.writeStream.queryName(MEDALLION_QUERY)
         .outputMode("append")
         .option("checkpointLocation", str(checkpoint.path))
         .foreachBatch(MedallionSink(settings, lake, checkpoint))
     )
-    return with_trigger(writer, settings, settings.bronze_silver_interval).start()
-
-
-def start_gold_query(spark: SparkSession, settings: Settings, lake: Lake,
-                     baseline: ReplayBaseline | None = None) -> StreamingQuery:
-    checkpoint = Checkpoints(settings.checkpoint_dir).query(GOLD_QUERY)
-    trades = silver.valid_trades(silver.parse_trades(read_kafka(spark, settings), with_reason=False))
-    if baseline is not None and baseline.skip_trade_ids:
-        # A replay: trades in the baseline, or too late live, are not counted again.
-        prior = spark.createDataFrame([(t,) for t in baseline.skip_trade_ids], "trade_id string")
-        trades = trades.join(F.broadcast(prior), "trade_id", "left_anti")
-    summary = gold.trade_summary(trades, settings.window, settings.watermark)
-    writer = (
-        summary.writeStream.queryName(GOLD_QUERY)
-        .outputMode("update")
-        .option("checkpointLocation", str(checkpoint.path))
-        .foreachBatch(GoldSink(settings, lake, checkpoint, baseline))
-    )
-    with shuffle_partitions(spark, gold_shuffle_partitions(settings.master)):
-        return with_trigger(writer, settings).start()
+    return with_trigger(writer, settings).start()
 
 
 @dataclass(frozen=True)
@@ -161,7 +139,7 @@ class Restarts:
 
 
 class Pipeline:
-    """The streaming queries of a run."""
+    """The streaming query of a run (a list: the status, restarts and stops are per query)."""
 
     def __init__(self, spark: SparkSession, settings: Settings, lake: Lake | None = None):
         self.spark = spark
@@ -180,15 +158,7 @@ class Pipeline:
             log.info("replaying from Kafka time %s with fresh checkpoints%s", self.settings.replay_from.isoformat(),
                      f" (the old ones are kept in {moved})" if moved else "")
         self.lake.ensure_all()
-        # Read before any query writes: silver as it stood before the replay time.
-        baseline = load_baseline(self.lake, self.checkpoints.replay_since(), self.settings.window)
-        if baseline is not None:
-            log.info("replay baseline: %d windows from trades before %s; %d trade ids not to count again",
-                     len(baseline.windows), baseline.since.isoformat(), len(baseline.skip_trade_ids))
-        self._starters = {
-            BRONZE_SILVER_QUERY: lambda: start_bronze_silver_query(self.spark, self.settings, self.lake),
-            GOLD_QUERY: lambda: start_gold_query(self.spark, self.settings, self.lake, baseline),
-        }
+        self._starters = {MEDALLION_QUERY: lambda: start_medallion_query(self.spark, self.settings, self.lake)}
         for name, start in self._starters.items():
             self.queries.append(start())
             self.restarts[name] = Restarts()

@@ -5,14 +5,14 @@ Silver holds every valid trade once, including those too late for the watermark,
 streaming aggregate left out. So for each window, silver minus gold is exactly the window's
 too-late trades (gold/late_trades), and `compare` says whether it is.
 
-The recompute is the streaming logic itself (`gold.trade_summary`) run on a batch of silver,
-cut at the Kafka offsets gold has read (from the batch-watermark ledger, read under the gold
-lock), and only once the bronze/silver query has committed up to them: the two queries run
-at their own pace, and comparing them at different offsets would show differences that are
-only timing.
+The recompute is Spark's `gold.trade_summary` on a batch of silver, independent of the Arrow
+sums the stream adds to gold, cut at the Kafka offsets gold has counted (from the batch-watermark
+ledger, read under gold's locks): the stream writes silver before gold in each micro-batch, so
+silver may be a batch ahead.
 
-A backfill writes silver's values into gold, only for final windows (window_end <= the gold
-query's watermark): Spark has dropped their state, so the stream never rewrites them. Each
+A backfill writes silver's values into gold, only for final windows (window_end <= the
+stream's watermark): any trade of theirs that arrives now is too late, so the stream never
+changes them. Each
 backfilled window gets a row in gold/corrections (query_id 'backfill'), and its too-late
 trades get `backfilled_at` in gold/late_trades, so later differences are explained by the
 trades still outside gold. It is idempotent: a window that already matches silver is skipped,
@@ -39,7 +39,7 @@ from streaming.gold import MEASURES
 from streaming.lake.checkpoints import Checkpoints
 from streaming.lake.store import Batch, Lake, quote, sql_literal
 from streaming.lake.tables import BATCH_WATERMARKS, CORRECTIONS, GOLD, LATE_TRADES, SILVER, Table, Write
-from streaming.pipeline import BRONZE_SILVER_QUERY, GOLD_QUERY
+from streaming.pipeline import MEDALLION_QUERY
 from streaming.sinks import GOLD_WRITES
 
 BACKFILL_QUERY_ID = "backfill"
@@ -126,16 +126,14 @@ class Reconciler:
         self.spark = spark
         self.settings = settings
         self.lake = lake or Lake(settings.data_dir)
-        checkpoints = Checkpoints(settings.checkpoint_dir)
-        self.gold_checkpoint = checkpoints.query(GOLD_QUERY)
-        self.silver_checkpoint = checkpoints.query(BRONZE_SILVER_QUERY)
+        self.checkpoint = Checkpoints(settings.checkpoint_dir).query(MEDALLION_QUERY)
 
     def watermark(self) -> datetime | None:
-        """The latest watermark of the current gold query (windows ending by then are final)."""
-        if not self.gold_checkpoint.started:
+        """The latest watermark of the current query (windows ending by then are final)."""
+        if not self.checkpoint.started:
             return None
         marks = self.lake.read(BATCH_WATERMARKS, ["watermark"],
-                               f"{quote('query_id')} = {sql_literal(self.gold_checkpoint.query_id)}")["watermark"]
+                               f"{quote('query_id')} = {sql_literal(self.checkpoint.query_id)}")["watermark"]
         latest = pc.max(marks).as_py() if len(marks) else None
         return latest if latest and latest.timestamp() > 0 else None
 
@@ -145,17 +143,6 @@ class Reconciler:
         ends = ends.group_by(["topic", "partition"]).aggregate([("end_offset", "max")]).to_pylist()
         return {(e["topic"], e["partition"]): e["end_offset_max"] for e in ends}
 
-    def wait_for_silver(self, offsets: dict[tuple[str, int], int], timeout_s: float = 15.0) -> bool:
-        """Wait until bronze/silver has committed at least up to `offsets`."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            done = self.silver_checkpoint.committed_offsets()
-            if all(done.get(tp, 0) >= end for tp, end in offsets.items()):
-                return True
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.2)
-
     def recompute(self, start: datetime, end: datetime, offsets: dict[tuple[str, int], int]) -> pd.DataFrame:
         """Windows from silver's trades with event time in [start, end) and Kafka offsets before
         `offsets`, by the streaming logic."""
@@ -163,7 +150,7 @@ class Reconciler:
                                 f"{in_window_range('event_time', start, end)} AND ({read_before(offsets)})")
         if trades.num_rows == 0:
             return gold.WINDOW_SUMS_SCHEMA.empty_table().to_pandas()
-        summary = gold.trade_summary(self.spark.createDataFrame(trades), self.settings.window, self.settings.watermark)
+        summary = gold.trade_summary(self.spark.createDataFrame(trades), self.settings.window)
         return summary.toArrow().to_pandas()
 
     def _read(self, table: Table, start: datetime, end: datetime, extra: str | None = None) -> pd.DataFrame:
@@ -174,7 +161,6 @@ class Reconciler:
     def _compare(self, start: datetime, end: datetime, streamed: pd.DataFrame, offsets: dict,
                  watermark: datetime | None) -> pd.DataFrame:
         """Gold as read (with the offsets it had read then) against silver cut at those offsets."""
-        self.wait_for_silver(offsets)
         too_late = self._too_late(start, end, offsets)
         outstanding = too_late[too_late["backfilled_at"].isna()]  # a backfill already put the others in gold
         return compare(streamed, self.recompute(start, end, offsets), outstanding, watermark)

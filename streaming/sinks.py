@@ -1,7 +1,18 @@
-"""The foreachBatch sinks: each micro-batch -> Delta tables, through the lake.
+"""The foreachBatch sink of the one streaming query: each micro-batch -> every table, through the lake.
 
-MedallionSink writes bronze, silver and quarantine; GoldSink writes the trade summary, its
-corrections and the batch-watermark ledger. Both add to gold/late_trades (see lateness.py).
+Per micro-batch, in this order:
+1. bronze gets every record, silver the valid trades (the first copy of a trade wins), quarantine
+   the rest with the reason;
+2. the trades silver kept from this batch's records are judged against the watermark the batch
+   applies (lateness.py): the too-late ones go to gold/late_trades, the others' window sums are
+   added to gold (gold is the stream's state), with a correction for each window already past;
+3. the ledger (gold/batch_watermarks) records the offsets the batch read and that watermark.
+
+Each table records the batch id in its own commit, so a batch that Spark runs again after a
+crash skips the tables that have it and completes the others. Adding is only safe for trades
+new to silver: when the batch's records were in silver before (a replay, a fresh checkpoint, a
+batch run again after a crash), the windows they touch are recounted from silver instead
+(replay.py), which gives the same totals however often it runs.
 """
 
 from __future__ import annotations
@@ -17,20 +28,25 @@ from pyspark.sql import DataFrame
 from streaming import bronze, silver
 from streaming.config import Settings
 from streaming.corrections import find_corrections
+from streaming.gold import MEASURES, window_starts, window_sums
 from streaming.lake.checkpoints import QueryCheckpoint
 from streaming.lake.store import Batch, Lake, quote, sql_literal
-from streaming.lake.tables import BATCH_WATERMARKS, CORRECTIONS, GOLD, LATE_TRADES, QUARANTINE, SILVER, UTC_TIME
-from streaming.lateness import LATE_CANDIDATE_COLUMNS, late_trade_rows, ledger_rows, too_late_trades
-from streaming.replay import ReplayBaseline, add_baseline
+from streaming.lake.tables import (
+    BATCH_WATERMARKS,
+    CORRECTIONS,
+    GOLD,
+    LATE_TRADES,
+    QUARANTINE,
+    SILVER,
+    UTC_TIME,
+    Write,
+)
+from streaming.lateness import LATE_CANDIDATE_COLUMNS, judged_watermark, late_trade_rows, ledger_rows, too_late
+from streaming.replay import recount
 
-# The tables the gold sink writes as one step: a reader holding their locks (a backfill) sees
-# them all at the same batch.
-GOLD_WRITES = (GOLD, CORRECTIONS, BATCH_WATERMARKS)
-
-
-def use_pool(batch: DataFrame, pool: str) -> None:
-    """Run this thread's Spark jobs (the micro-batch itself) in a FAIR scheduler pool."""
-    batch.sparkSession.sparkContext.setLocalProperty("spark.scheduler.pool", pool)
+# The tables the sink's gold step writes as one step: a reader holding their locks (the
+# reconciliation, a backfill) sees them all at the same batch.
+GOLD_WRITES = (GOLD, CORRECTIONS, BATCH_WATERMARKS, LATE_TRADES)
 
 
 def in_offset_ranges(ranges: pa.Table) -> str:
@@ -50,8 +66,36 @@ def offset_ranges(records: pa.Table) -> pa.Table:
                      "end_offset": pc.add(spans["offset_max"], 1)})
 
 
-class BatchSink:
-    """A foreachBatch function writing Delta tables idempotently for one checkpoint."""
+def in_time_range(column: str, low: datetime, high: datetime, high_inclusive: bool = True) -> str:
+    return (f"{quote(column)} >= {sql_literal(low)} AND {quote(column)} {'<=' if high_inclusive else '<'} "
+            f"{sql_literal(high)}")
+
+
+def gold_rows(sums: pa.Table, batch_id: int, now: datetime) -> pa.Table:
+    """window_sums() rows -> gold rows written by this batch."""
+    n = sums.num_rows
+    return pa.table({
+        **{name: sums[name] for name in ("window_start", "window_end", *MEASURES)},
+        "revision": pa.array([1] * n, pa.int64()),
+        "updated_at": pa.array([now] * n, UTC_TIME),
+        "batch_id": pa.array([batch_id] * n, pa.int64()),
+    }).cast(GOLD.schema)
+
+
+def added(current: pd.DataFrame, sums: pd.DataFrame) -> pd.DataFrame:
+    """The windows of `sums` as they are once it is added to gold's `current` rows (what the
+    ADD MERGE computes, for the corrections)."""
+    if current.empty:
+        return sums
+    before = current.set_index("window_start")[list(MEASURES)]
+    after = sums.set_index("window_start")
+    for measure in MEASURES:
+        after[measure] = after[measure] + before[measure].reindex(after.index).fillna(0).astype(after[measure].dtype)
+    return after.reset_index()
+
+
+class MedallionSink:
+    """A foreachBatch function writing every table idempotently for one checkpoint."""
 
     def __init__(self, settings: Settings, lake: Lake, checkpoint: QueryCheckpoint):
         self.settings = settings
@@ -65,26 +109,30 @@ class BatchSink:
     def batch(self, batch_id: int) -> Batch:
         return Batch(self.query_id, batch_id)
 
-    def record_late_trades(self, candidates: pd.DataFrame, ledger: pd.DataFrame, batch_id: int) -> None:
-        """Add the candidates that were too late for their gold batch to gold/late_trades.
-
-        Each sink writes its own table first and then reads the other's (silver, or the
-        watermark ledger), so whichever runs second sees both and no late trade is missed.
-        """
-        late = too_late_trades(candidates, ledger)
-        if not late.empty:
-            rows = late_trade_rows(late, self.settings.window, datetime.now(timezone.utc))
-            self.lake.publish(LATE_TRADES, rows, self.batch(batch_id))
-
-    def silver_records_in(self, ranges: pa.Table, up_to: datetime) -> pd.DataFrame:
-        """The silver trades whose Kafka records lie in these offset ranges (topic, partition,
-        start_offset, end_offset) and whose event time is at or before `up_to`: the only ones
-        a watermark up to then can have left out."""
-        if ranges.num_rows == 0:
-            return pd.DataFrame(columns=LATE_CANDIDATE_COLUMNS)
-        return self.lake.read(SILVER, LATE_CANDIDATE_COLUMNS, f"({in_offset_ranges(ranges)}) "
-                                                              f"AND {quote('event_time')} <= {sql_literal(up_to)}"
-                              ).to_pandas()
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        # The stream's jobs go first, before a reconciliation's (fairscheduler.xml).
+        batch.sparkSession.sparkContext.setLocalProperty("spark.scheduler.pool", "stream")
+        rows = batch.toArrow()
+        if rows.num_rows == 0:
+            return
+        ingested_at = pa.scalar(datetime.now(timezone.utc), UTC_TIME)
+        rows = rows.append_column("ingested_at", pa.repeat(ingested_at, rows.num_rows))
+        trades = silver.silver_rows(rows)
+        this = self.batch(batch_id)
+        # Records read again may have a new event time (a parser fixed since): they are matched
+        # on trade_id over all of silver, not only among the batch's event times.
+        read_again = trades.num_rows > 0 and self.silver_has_records_in(offset_ranges(trades))
+        run_again = self.lake.published(SILVER, this)  # after a crash, before Spark recorded the batch done
+        self.lake.publish(bronze.BRONZE, bronze.bronze_rows(rows), this)
+        self.lake.publish(SILVER, trades, this, narrow=not read_again)
+        self.lake.publish(QUARANTINE, silver.quarantine_rows(rows), this)
+        ledger = ledger_rows(self.query_id, batch_id, self.checkpoint.offset_log(batch_id),
+                             self.checkpoint.offset_log(batch_id - 1))
+        with self.lake.writing(*GOLD_WRITES):
+            self.count_trades(self.kept_by_silver(trades), ledger, batch_id, recount=read_again or run_again)
+            # Every batch that read records leaves its offsets and watermark in the ledger, even
+            # when all its trades were too late and it changes no window.
+            self.lake.publish(BATCH_WATERMARKS, ledger, this)
 
     def silver_has_records_in(self, ranges: pa.Table) -> bool:
         """Whether silver already holds a trade from these offset ranges: the records are being
@@ -94,93 +142,48 @@ class BatchSink:
         found = self.lake.query(SILVER, f"SELECT {quote('offset')} FROM t WHERE {in_offset_ranges(ranges)} LIMIT 1")
         return found is not None and found.num_rows > 0
 
+    def kept_by_silver(self, trades: pa.Table) -> pa.Table:
+        """Silver's rows of this batch's records: the trades it kept from them, so a redelivery
+        of a trade silver already had is not among them."""
+        if trades.num_rows == 0:
+            return pa.schema([SILVER.schema.field(c) for c in LATE_CANDIDATE_COLUMNS]).empty_table()
+        low, high = pc.min_max(trades["event_time"]).values()
+        return self.lake.read(SILVER, LATE_CANDIDATE_COLUMNS,
+                              f"({in_offset_ranges(offset_ranges(trades))}) AND "
+                              f"{in_time_range('event_time', low.as_py(), high.as_py())}")
 
-class MedallionSink(BatchSink):
-    """One collected micro-batch -> bronze, silver and quarantine.
-
-    The batch is collected to Arrow once (one Spark job) and split on the driver. Each table
-    records the batch id in its own Delta transaction, so after a crash between two of the
-    writes, the replayed batch skips the tables that have it and completes the others.
-    """
-
-    def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        use_pool(batch, "medallion")
-        rows = batch.toArrow()
-        if rows.num_rows == 0:
+    def count_trades(self, kept: pa.Table, ledger: pa.Table, batch_id: int, recount: bool) -> None:
+        """The trades silver kept: too late -> gold/late_trades; the others -> gold."""
+        if kept.num_rows == 0:
             return
-        ingested_at = pa.scalar(datetime.now(timezone.utc), UTC_TIME)
-        rows = rows.append_column("ingested_at", pa.repeat(ingested_at, rows.num_rows))
-        trades = silver.silver_rows(rows)
-        this = self.batch(batch_id)
-        self.lake.publish(bronze.BRONZE, bronze.bronze_rows(rows), this)
-        # Records read again may have a new event time (a parser fixed since): they are matched
-        # on trade_id over all of silver, not only among the batch's event times.
-        read_again = trades.num_rows > 0 and self.silver_has_records_in(offset_ranges(trades))
-        self.lake.publish(SILVER, trades, this, narrow=not read_again)
-        self.lake.publish(QUARANTINE, silver.quarantine_rows(rows), this)
-        if trades.num_rows:
-            self.find_late_trades(trades, batch_id)
-
-    def find_late_trades(self, trades: pa.Table, batch_id: int) -> None:
-        """Those of the batch's trades that a gold batch which already read them left out."""
-        first = pc.min(trades["offset"]).as_py()
-        ranges = self.lake.read(BATCH_WATERMARKS, where=f"{quote('end_offset')} > {int(first)}")
-        latest = pc.max(ranges["watermark"]).as_py() if ranges.num_rows else None
-        if latest is None:
+        now, this = datetime.now(timezone.utc), self.batch(batch_id)
+        watermark = judged_watermark(ledger)
+        late = too_late(kept, watermark)
+        if pc.any(late).as_py():
+            late_rows = kept.filter(late).to_pandas().assign(watermark=pd.Timestamp(watermark))
+            late_rows["late_by"] = late_rows["watermark"] - pd.to_datetime(late_rows["event_time"], utc=True)
+            self.lake.publish(LATE_TRADES, late_trade_rows(late_rows, self.settings.window, now), this)
+        if recount:
+            sums, write = self.recounted(kept), Write.UPSERT
+        else:
+            sums, write = window_sums(kept.filter(pc.invert(late)), self.settings.window), Write.ADD
+        if sums.num_rows == 0:
             return
-        # Only a trade at or before some batch's watermark can have been too late.
-        candidates = trades.filter(pc.less_equal(trades["event_time"], pa.scalar(latest, trades["event_time"].type)))
-        if candidates.num_rows:
-            # Only the copies silver kept: a redelivered copy of a counted trade, arriving
-            # after the watermark, was not too late; its first copy was counted.
-            kept = self.silver_records_in(offset_ranges(candidates), latest)
-            self.record_late_trades(kept, ranges.to_pandas(), batch_id)
+        current = self.lake.read(GOLD, where=in_time_range("window_start", pc.min(sums["window_start"]).as_py(),
+                                                           pc.max(sums["window_start"]).as_py())).to_pandas()
+        after = sums.to_pandas() if write is Write.UPSERT else added(current, sums.to_pandas())
+        # Corrections before gold: they need the windows as they stood before this batch.
+        self.lake.publish(CORRECTIONS, find_corrections(current, after, self.checkpoint.batch_watermark(batch_id),
+                                                        self.settings.watermark, now, batch_id, self.query_id), this)
+        self.lake.publish(GOLD, gold_rows(sums, batch_id, now), this, write=write)
 
-
-class GoldSink(BatchSink):
-    """The updated windows of one micro-batch -> MERGE into gold/trade_summary."""
-
-    def __init__(self, settings: Settings, lake: Lake, checkpoint: QueryCheckpoint,
-                 baseline: ReplayBaseline | None = None):
-        super().__init__(settings, lake, checkpoint)
-        self.baseline = baseline
-
-    def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        use_pool(batch, "gold")
-        now = datetime.now(timezone.utc)
-        updated = self.summary_rows(batch.toArrow(), batch_id, now)
-        this = self.batch(batch_id)
-        # All writes as one step, so that a reader holding these locks (reconcile.py) finds the
-        # ledger and gold at the same batch. Gold first: it is what the chart waits for.
-        with self.lake.writing(*GOLD_WRITES):
-            if updated.num_rows:
-                # Corrections before gold: they need the windows as they stood before this batch.
-                corrections = find_corrections(
-                    self.lake.read(GOLD).to_pandas(), updated.to_pandas(),
-                    self.checkpoint.batch_watermark(batch_id), self.settings.watermark, now, batch_id, self.query_id)
-                self.lake.publish(CORRECTIONS, corrections, this)
-                self.lake.publish(GOLD, updated, this)
-            # Every batch that read records leaves its offset ranges and watermark in the ledger,
-            # even when all its trades were too late and it changes no window.
-            ledger = ledger_rows(self.query_id, batch_id, self.checkpoint.offset_log(batch_id),
-                                 self.checkpoint.offset_log(batch_id - 1))
-            self.lake.publish(BATCH_WATERMARKS, ledger, this)
-            watermark = pc.max(ledger["watermark"]).as_py() if ledger.num_rows else None
-            if watermark is not None and watermark.timestamp() > 0:
-                late_candidates = self.silver_records_in(ledger, watermark)
-                if not late_candidates.empty:
-                    self.record_late_trades(late_candidates, ledger.to_pandas(), batch_id)
-
-    def summary_rows(self, rows: pa.Table, batch_id: int, now: datetime) -> pa.Table:
-        """The batch's updated windows as gold rows (plus a replay's baseline)."""
-        if rows.num_rows == 0:
-            return GOLD.schema.empty_table()
-        n = rows.num_rows
-        rows = pa.table({
-            **{name: rows[name] for name in ("window_start", "window_end", "buy_amount", "sell_amount",
-                                             "settlement_amount", "trade_count")},
-            "revision": pa.array([1] * n, pa.int64()),
-            "updated_at": pa.array([now] * n, UTC_TIME),
-            "batch_id": pa.array([batch_id] * n, pa.int64()),
-        }).cast(GOLD.schema)
-        return add_baseline(rows, self.baseline)
+    def recounted(self, kept: pa.Table) -> pa.Table:
+        """The windows these trades fall in, recounted from all of silver's trades in them."""
+        window = self.settings.window
+        starts = pc.unique(window_starts(kept["event_time"], window))
+        low, high = pc.min(starts).as_py(), pc.max(starts).as_py() + window
+        trades = self.lake.read(SILVER, ["trade_id", "side", "amount", "event_time"],
+                                in_time_range("event_time", low, high, high_inclusive=False))
+        late_ids = self.lake.read(LATE_TRADES, ["trade_id"],
+                                  in_time_range("window_start", low, high, high_inclusive=False))["trade_id"]
+        return recount(trades, late_ids, starts, window)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shutil
@@ -73,9 +72,8 @@ def _package_zip() -> str:
 
 
 def default_shuffle_partitions(master: str) -> int:
-    """One shuffle partition per local core: the stateful operators' per-partition cost (a
-    state store each, committed every micro-batch) dominates small batches. On a cluster, 8.
-    A checkpoint keeps the number it was created with, so changing this never breaks a restart."""
+    """One shuffle partition per local core (the reconciliation's recompute shuffles; the
+    stream does not). On a cluster, 8."""
     master = master.strip()
     if master == "local":
         return 1
@@ -83,27 +81,6 @@ def default_shuffle_partitions(master: str) -> int:
     if match is None:
         return 8
     return (os.cpu_count() or 2) if match.group(1) == "*" else max(1, int(match.group(1)))
-
-
-def gold_shuffle_partitions(master: str) -> int | None:
-    """Gold's stateful stages on a local master: one task each. Their cost is mostly fixed per
-    task (a state store loaded and committed every micro-batch), and a live batch is a few
-    thousand trades; the parsing stage before them still uses every core. None: the default."""
-    return 1 if master.strip().startswith("local") else None
-
-
-@contextlib.contextmanager
-def shuffle_partitions(spark, partitions: int | None):
-    """Start a query with this many shuffle partitions (kept in its checkpoint for good; a
-    restart goes on with the number its checkpoint has)."""
-    key = "spark.sql.shuffle.partitions"
-    previous = spark.conf.get(key)
-    if partitions is not None:
-        spark.conf.set(key, str(partitions))
-    try:
-        yield
-    finally:
-        spark.conf.set(key, previous)
 
 
 def create_spark(master: str = "local[*]", app_name: str = "trade-summary", shuffle_partitions: int | None = None,
@@ -139,7 +116,7 @@ def create_spark(master: str = "local[*]", app_name: str = "trade-summary", shuf
         .set("spark.driver.host", "127.0.0.1")
         .set("spark.python.worker.reuse", "true")
         .set("spark.sql.execution.arrow.pyspark.enabled", "true")
-        # The queries share the cores: gold's micro-batches go first (see fairscheduler.xml).
+        # The stream and the page's reconciliation share the cores (see fairscheduler.xml).
         .set("spark.scheduler.mode", "FAIR")
         .set("spark.scheduler.allocation.file", FAIR_SCHEDULER_POOLS.as_uri())
         .set("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()} {JVM_OPTIONS}")

@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from streaming.config import parse_instant
-
 REPLAY_FILE = "replay.json"
 
 
@@ -95,10 +93,6 @@ class Checkpoints:
         return target
 
     def remember_replay(self, since: datetime) -> None:
+        """Note the time a --replay-from started these checkpoints at (for the operator)."""
         self.root.mkdir(parents=True, exist_ok=True)
         (self.root / REPLAY_FILE).write_text(json.dumps({"since": since.isoformat()}))
-
-    def replay_since(self) -> datetime | None:
-        """The time a --replay-from started these checkpoints at, if one did."""
-        marker = self.root / REPLAY_FILE
-        return parse_instant(json.loads(marker.read_text())["since"]) if marker.exists() else None

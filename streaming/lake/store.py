@@ -233,7 +233,7 @@ class Lake:
         write = write or table.write
         # MERGE rejects a source with two rows for one key.
         rows = one_per_key(rows.select(table.columns).cast(table.schema), table.keys,
-                           keep="last" if write is Write.UPSERT else "first")
+                           keep="last" if write in (Write.UPSERT, Write.ADD) else "first")
         commit = CommitProperties(app_transactions=[Transaction(app_id=batch.app_id(table), version=int(batch.id))])
         with self._lock(table):
             if self.published(table, batch):
@@ -272,10 +272,13 @@ class Lake:
             target_alias="t",
             commit_properties=commit,
         )
-        if write is Write.UPSERT or table.replace_when:
+        if write in (Write.UPSERT, Write.ADD) or table.replace_when:
             updates = {quote(c): f"s.{quote(c)}" for c in rows.column_names if c not in table.keys}
+            if write is Write.ADD:
+                updates.update({quote(c): f"t.{quote(c)} + s.{quote(c)}" for c in table.sums})
             updates.update({quote(c): f"t.{quote(c)} + 1" for c in table.bump})
-            merge = merge.when_matched_update(updates, predicate=None if write is Write.UPSERT else table.replace_when)
+            merge = merge.when_matched_update(updates, predicate=table.replace_when if write is Write.FIRST_COPY_WINS
+                                              else None)
         merge.when_not_matched_insert_all().execute()
 
     def _compact_now_and_then(self, table: Table, every: int) -> None:

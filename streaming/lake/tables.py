@@ -30,6 +30,9 @@ class Write(enum.Enum):
     # already keeps them unique, so they are appended without reading the table. Rows keyed
     # otherwise (a backfill's) are merged as FIRST_COPY_WINS.
     APPEND_ONCE_PER_BATCH = "append once per batch"
+    # A key already in the table has the batch's `sums` added to its own (a running total; the
+    # other columns take the batch's values); a new key is inserted.
+    ADD = "add"
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,8 @@ class Table:
     # overlap the batch's range of them: a table keyed by random ids is otherwise read whole.
     narrow_on: tuple[str, ...] = ()
     compact_every: int | None = None  # rewrite the small files every this many versions
+    sums: tuple[str, ...] = ()  # ADD: the columns added to the table's values
+
 
     @property
     def columns(self) -> list[str]:
@@ -94,7 +99,8 @@ QUARANTINE = Table(
     keys=KAFKA_RECORD, write=Write.UPSERT, compact_every=COMPACT_EVERY,
 )
 
-# revision counts the updates a window has had.
+# Gold is the stream's state: each micro-batch adds the sums of the trades it newly counted
+# (Write.ADD); a recount or a backfill sets a window (UPSERT). revision counts a window's updates.
 GOLD = Table(
     "gold/trade_summary",
     pa.schema([
@@ -103,6 +109,7 @@ GOLD = Table(
         ("revision", pa.int64()), ("updated_at", UTC_TIME), ("batch_id", pa.int64()),
     ]),
     keys=("window_start",), write=Write.UPSERT, bump=("revision",), compact_every=COMPACT_EVERY,
+    sums=("buy_amount", "sell_amount", "settlement_amount", "trade_count"),
 )
 
 CORRECTIONS = Table(

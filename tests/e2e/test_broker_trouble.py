@@ -43,7 +43,7 @@ def test_a_broker_that_stalls_for_a_while_does_not_stop_the_pipeline_for_good(ow
     app = RunPy("--no-dashboard", "--no-producer", "--bootstrap-servers", broker.bootstrap_servers, "--topic", topic,
                 "--data-dir", str(data), "--max-query-restarts", "20")
     try:
-        app.wait_for_line("query 'gold_trade_summary' started")
+        app.wait_for_line("query 'medallion' started")
         writer.send(trade("b1", "BUY", 1, 10.0, DAY + "09:01:00Z"))
         wait_for(lambda: gold_rows(data) == 1, 90, what="the first gold row")
 
@@ -66,7 +66,7 @@ def test_queries_that_fail_for_good_end_the_app_with_exit_code_1(own_broker, tmp
     app = RunPy("--no-dashboard", "--no-producer", "--bootstrap-servers", broker.bootstrap_servers, "--topic", topic,
                 "--data-dir", str(data), "--max-query-restarts", "0")
     try:
-        app.wait_for_line("query 'gold_trade_summary' started")
+        app.wait_for_line("query 'medallion' started")
         os.kill(pid, signal.SIGSTOP)
         assert app.wait(180) == 1, app.output
         assert "failed for good after 0 restarts" in app.output and "cannot reach Kafka" in app.output

@@ -102,7 +102,7 @@ def test_repeated_sigkills_lose_nothing_and_double_nothing(broker, topic, tmp_pa
         for round_ in range(3):
             app = RunPy(*common)
             try:
-                app.wait_for_line("query 'gold_trade_summary' started", 120)
+                app.wait_for_line("query 'medallion' started", 120)
                 if round_ == 0:  # let the first batches land, so later kills hit a live pipeline
                     wait_for(lambda: (Path(Lake(data).location(GOLD)) / "_delta_log").exists() or None, 90,
                              what="the first gold commit")

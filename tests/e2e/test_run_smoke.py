@@ -46,7 +46,7 @@ def test_headless_run_fills_gold_from_produced_trades_and_exits_0_on_sigterm(tmp
         writer = TopicWriter(f"127.0.0.1:{port}", "trades")
         writer.send(trade("s1", "BUY", 4, 25.0, "2026-03-02T09:05:00Z"),
                     trade("s2", "SELL", 1, 40.0, "2026-03-02T09:20:00Z"))
-        app.wait_for_line("query 'gold_trade_summary' started")
+        app.wait_for_line("query 'medallion' started")
         gold = data / "gold" / "trade_summary"
 
         def two_windows():
@@ -73,7 +73,7 @@ def test_a_second_app_on_the_same_data_dir_is_refused_at_once_and_the_first_carr
     first = RunPy("--no-dashboard", "--no-producer", "--data-dir", str(data), "--broker-port", str(port))
     second = None
     try:
-        first.wait_for_line("query 'gold_trade_summary' started")
+        first.wait_for_line("query 'medallion' started")
         second = RunPy("--no-producer", "--data-dir", str(data), "--broker-port", str(port),
                        "--port", str(free_port()))
         assert second.wait(60) == 1, second.output
@@ -114,11 +114,11 @@ def test_dashboard_serves_the_page_and_its_data(tmp_path, stray_broker_guard):
             return status if done else None
 
         status = wait_for(caught_up, 90, interval_s=1, what="/api/status to show the pipeline caught up")
-        assert {q["name"] for q in status["queries"]} == {"bronze_silver", "gold_trade_summary"}
+        assert {q["name"] for q in status["queries"]} == {"medallion"}
         assert all(q["active"] and q["error"] is None for q in status["queries"])
         assert [p["partition"] for p in status["kafka"]["partitions"]] == ["trades:0", "trades:1", "trades:2"]
         assert status["producer"]["enabled"] is False and status["lag_history"]
-        app.wait_for_line("status: bronze_silver active")
+        app.wait_for_line("status: medallion active")
         code, _ = app.terminate()
         assert code == 0, app.output
     finally:

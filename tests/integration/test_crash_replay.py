@@ -2,9 +2,11 @@
 the same offsets, and every table must already hold it once (the lake's per-batch transactions)."""
 
 import pandas as pd
+import pytest
 
 from streaming.lake.tables import BATCH_WATERMARKS, BRONZE, CORRECTIONS, GOLD, LATE_TRADES, QUARANTINE, SILVER
-from streaming.pipeline import BRONZE_SILVER_QUERY, GOLD_QUERY
+from streaming.pipeline import MEDALLION_QUERY
+from streaming.sinks import MedallionSink
 from tests.support.corpus import DAY, trade
 
 TABLES = (BRONZE, SILVER, QUARANTINE, GOLD, BATCH_WATERMARKS, CORRECTIONS, LATE_TRADES)
@@ -30,18 +32,47 @@ def test_a_batch_replayed_after_a_crash_adds_nothing_twice(stream):
     forgotten = stream.restart(forget_last_commit=True)
     stream.process()
 
-    # Spark did run the forgotten batches again, with their input...
-    assert set(forgotten) == {BRONZE_SILVER_QUERY, GOLD_QUERY}
-    for query in stream.pipeline.queries:
-        assert any(p["batchId"] == forgotten[query.name] and p["numInputRows"] > 0 for p in query.recentProgress)
-    # ...the gold batch it ran again is the one that wrote the correction and a ledger row...
-    assert list(before[CORRECTIONS]["batch_id"]) == [forgotten[GOLD_QUERY]]
-    assert forgotten[GOLD_QUERY] in set(before[BATCH_WATERMARKS]["batch_id"])
+    # Spark did run the forgotten batch again, with its input...
+    assert set(forgotten) == {MEDALLION_QUERY}
+    (query,) = stream.pipeline.queries
+    assert any(p["batchId"] == forgotten[query.name] and p["numInputRows"] > 0 for p in query.recentProgress)
+    # ...the batch it ran again is the one that wrote the correction and a ledger row...
+    assert list(before[CORRECTIONS]["batch_id"]) == [forgotten[MEDALLION_QUERY]]
+    assert forgotten[MEDALLION_QUERY] in set(before[BATCH_WATERMARKS]["batch_id"])
     # ...and no table changed: nothing added twice, no window revised again.
     stream.check_gold(expected)
     for table, rows in before.items():
         pd.testing.assert_frame_equal(sorted_by_keys(stream.check_table(table, rows=len(rows)), table), rows,
                                       obj=table.name)
+
+
+def test_a_crash_after_silver_before_gold_is_completed_on_restart_and_counts_nothing_twice(stream, monkeypatch):
+    stream.add(trade("t1", "BUY", 2, 50.0, DAY + "09:01:00Z"), trade("t2", "SELL", 1, 30.0, DAY + "09:16:00Z"),
+               trade("t3", "BUY", 1, 10.0, DAY + "09:40:00Z"))
+    stream.process()
+    # The next batch dies once bronze, silver and quarantine hold it, before gold is touched.
+    monkeypatch.setattr(MedallionSink, "count_trades", killed_between_silver_and_gold)
+    stream.add(trade("t4", "SELL", 3, 5.0, DAY + "09:20:00Z"), trade("t5", "BUY", 1, 1.0, DAY + "09:05:00Z"),
+               trade("t1", "BUY", 2, 50.0, DAY + "09:01:00Z"), b"[1, 2]")
+    with pytest.raises(Exception, match="killed between silver and gold"):
+        stream.process()
+    stream.check_table(SILVER, trade_id=["t1", "t2", "t3", "t4", "t5"])
+    stream.check_gold({"09:00": (100.0, 0.0, 1), "09:15": (0.0, 30.0, 1), "09:30": (10.0, 0.0, 1)})
+
+    monkeypatch.undo()
+    stream.restart()
+    stream.process()
+    # Spark ran the batch again; its trades were in silver already, so their windows were
+    # recounted from silver rather than added to: each counted once, the too-late one left out.
+    stream.check_gold({"09:00": (100.0, 0.0, 1), "09:15": (0.0, 45.0, 2), "09:30": (10.0, 0.0, 1)})
+    stream.check_table(LATE_TRADES, trade_id=["t5"])
+    corrected = stream.check_table(CORRECTIONS, rows=1).iloc[0]
+    assert (corrected.sell_amount_before, corrected.sell_amount_after, corrected.late_trades) == (30.0, 45.0, 1)
+    stream.check_table(BRONZE, rows=7)
+
+
+def killed_between_silver_and_gold(*args, **kwargs):
+    raise RuntimeError("killed between silver and gold")
 
 
 def sorted_by_keys(frame: pd.DataFrame, table) -> pd.DataFrame:

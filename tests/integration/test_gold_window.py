@@ -12,7 +12,7 @@ WINDOW, WATERMARK = timedelta(minutes=15), timedelta(minutes=30)
 def summary(spark, *trades):
     rows = [(tid, side, amount, datetime.fromisoformat(at)) for tid, side, amount, at in trades]
     df = spark.createDataFrame(rows, "trade_id string, side string, amount double, event_time timestamp")
-    result = gold.trade_summary(df, WINDOW, WATERMARK).collect()
+    result = gold.trade_summary(df, WINDOW).collect()
     return {r.window_start.strftime("%H:%M"): r for r in result}
 
 
@@ -35,14 +35,3 @@ def test_settlement_is_buy_minus_sell_and_can_be_negative(spark):
 def test_the_same_trade_id_counts_once(spark):
     out = summary(spark, ("a", "BUY", 10.0, "2026-03-02 09:01"), ("a", "BUY", 10.0, "2026-03-02 09:01"))
     assert out["09:00"].buy_amount == 10.0 and out["09:00"].trade_count == 1
-
-
-def test_gold_starts_with_one_shuffle_partition_locally_and_the_session_keeps_its_own(spark):
-    from streaming.spark_session import default_shuffle_partitions, gold_shuffle_partitions, shuffle_partitions
-
-    assert gold_shuffle_partitions("local[*]") == 1 and gold_shuffle_partitions("spark://head:7077") is None
-    assert default_shuffle_partitions("local[3]") == 3 and default_shuffle_partitions("yarn") == 8
-    before = spark.conf.get("spark.sql.shuffle.partitions")
-    with shuffle_partitions(spark, 1):
-        assert spark.conf.get("spark.sql.shuffle.partitions") == "1"
-    assert spark.conf.get("spark.sql.shuffle.partitions") == before

@@ -19,7 +19,7 @@ def trades(*rows) -> pa.Table:
 
 
 def spark_windows(spark, arrow: pa.Table) -> list[tuple]:
-    rows = trade_summary(spark.createDataFrame(arrow), WINDOW, WATERMARK).collect()
+    rows = trade_summary(spark.createDataFrame(arrow), WINDOW).collect()
     # The session's time zone is UTC: Spark hands back naive UTC times.
     return sorted((r.window_start.replace(tzinfo=UTC), r.window_end.replace(tzinfo=UTC), r.buy_amount,
                    r.sell_amount, r.settlement_amount, r.trade_count) for r in rows)

@@ -23,7 +23,7 @@ from streaming.config import Settings
 from streaming.lake.checkpoints import Checkpoints
 from streaming.lake.store import Lake
 from streaming.lake.tables import GOLD, Table
-from streaming.pipeline import BRONZE_SILVER_QUERY, GOLD_QUERY, Pipeline
+from streaming.pipeline import MEDALLION_QUERY, Pipeline
 
 
 class StreamTest:
@@ -67,8 +67,9 @@ class StreamTest:
         the sink wrote batch N and before Spark recorded it done; Spark then runs batch N again on
         the same offsets. Returns {query name: N} of the batches forgotten."""
         self.stop()
-        forgotten = {name: forget_last_commit_of(self.settings, name)
-                     for name in (BRONZE_SILVER_QUERY, GOLD_QUERY)} if forget_last_commit else {}
+        forgotten = {}
+        if forget_last_commit:
+            forgotten[MEDALLION_QUERY] = forget_last_commit_of(self.settings, MEDALLION_QUERY)
         self.settings = self.settings.replace(**settings_changes)
         self.start()
         return forgotten
@@ -90,7 +91,8 @@ class StreamTest:
 
     def check_gold(self, expected: dict[str, tuple[float, float, int]]) -> None:
         """Gold holds exactly these windows, with these values (window -> (buy, sell, count))."""
-        assert self.gold() == expected
+        actual = self.gold()
+        assert actual == expected, f"gold is {actual}, expected {expected}"
 
     def check_table(self, table: Table, rows: int | None = None, **columns: list) -> pd.DataFrame:
         """No key of the catalog twice; then, if given, the number of rows and each named column's

@@ -146,3 +146,28 @@ def test_an_earlier_version_reads_as_it_stood_and_the_history_lists_the_commits(
     assert lake.read(BRONZE_LIKE, ["value"])["value"].to_pylist() == ["b"]
     assert [commit["version"] for commit in lake.history(BRONZE_LIKE)] == [1, 0]
     assert lake.read(BRONZE_LIKE, version=7).num_rows == 0 and lake.open_version(BRONZE_LIKE, 7) is None
+
+
+TOTALS_LIKE = Table("totals", pa.schema([("window", pa.int64()), ("amount", pa.float64()), ("count", pa.int64()),
+                                         ("revision", pa.int64()), ("batch", pa.int64())]),
+                    ("window",), Write.UPSERT, bump=("revision",), sums=("amount", "count"))
+
+
+def totals(batch: int, **windows) -> pa.Table:
+    return pa.table({"window": pa.array([int(w[1:]) for w in windows], pa.int64()),
+                     "amount": pa.array([a for a, _ in windows.values()], pa.float64()),
+                     "count": pa.array([c for _, c in windows.values()], pa.int64()),
+                     "revision": pa.array([1] * len(windows), pa.int64()), "batch": [batch] * len(windows)})
+
+
+def test_an_add_sums_into_running_totals_once_per_batch_and_an_upsert_sets_them(tmp_path):
+    lake = Lake(tmp_path)
+    lake.publish(TOTALS_LIKE, totals(0, w1=(10.0, 1), w2=(5.0, 1)), Batch("app", 0), write=Write.ADD)
+    lake.publish(TOTALS_LIKE, totals(1, w2=(2.5, 2), w3=(1.0, 1)), Batch("app", 1), write=Write.ADD)
+    assert not lake.publish(TOTALS_LIKE, totals(1, w2=(2.5, 2)), Batch("app", 1), write=Write.ADD)  # run again
+    rows = {r["window"]: r for r in DeltaTable(str(tmp_path / "totals")).to_pyarrow_table().to_pylist()}
+    assert {w: (r["amount"], r["count"], r["revision"], r["batch"]) for w, r in rows.items()} == {
+        1: (10.0, 1, 1, 0), 2: (7.5, 3, 2, 1), 3: (1.0, 1, 1, 1)}
+    lake.publish(TOTALS_LIKE, totals(2, w2=(4.0, 1)), Batch("app", 2))  # the table's own policy: set
+    rows = {r["window"]: r for r in DeltaTable(str(tmp_path / "totals")).to_pyarrow_table().to_pylist()}
+    assert (rows[2]["amount"], rows[2]["count"], rows[2]["revision"]) == (4.0, 1, 3)

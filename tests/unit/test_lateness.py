@@ -29,3 +29,14 @@ def test_nothing_is_late_without_a_ledger():
     silver = pd.DataFrame({"trade_id": ["a"], "event_time": [T("2026-03-02 09:00")], "topic": ["t"],
                            "partition": [0], "offset": [0]})
     assert too_late_trades(silver, pd.DataFrame()).empty
+
+
+def test_a_batch_trade_is_too_late_at_or_before_the_watermark_and_nothing_is_before_the_first():
+    import pyarrow as pa
+
+    from streaming.lateness import EPOCH, too_late
+
+    trades = pa.table({"event_time": pa.array([T("2026-03-02 09:59"), T("2026-03-02 10:00"), T("2026-03-02 10:01")],
+                                              pa.timestamp("us", tz="UTC"))})
+    assert too_late(trades, T("2026-03-02 10:00").to_pydatetime()).to_pylist() == [True, True, False]
+    assert too_late(trades, EPOCH).to_pylist() == [False, False, False]

@@ -134,10 +134,6 @@ def test_bad_load_flags_raise_a_readable_usage_error(tmp_path, argv, message):
         parse_load_settings([a.replace("{tmp}", str(tmp_path)) for a in argv])
 
 
-def test_bronze_silver_batches_less_often_than_gold_unless_told():
-    assert parse_settings([]).bronze_silver_interval == timedelta(seconds=3)
-    assert parse_settings(["--trigger", "2 seconds"]).bronze_silver_interval == timedelta(seconds=6)
-    assert parse_settings(["--bronze-silver-trigger", "1 second"]).bronze_silver_interval == timedelta(seconds=1)
 
 
 def test_spark_settings_pass_through_as_spark_submit_takes_them(tmp_path):
@@ -146,3 +142,10 @@ def test_spark_settings_pass_through_as_spark_submit_takes_them(tmp_path):
     assert parse_settings([]).spark_conf == ()
     load = parse_load_settings(["--from", str(tmp_path), "--conf", "spark.driver.memory=1g"])
     assert load.spark_conf == (("spark.driver.memory", "1g"),)
+
+
+def test_shuffle_partitions_follow_the_local_cores_and_default_to_8_on_a_cluster():
+    from streaming.spark_session import default_shuffle_partitions
+
+    assert default_shuffle_partitions("local") == 1 and default_shuffle_partitions("local[3]") == 3
+    assert default_shuffle_partitions("yarn") == 8
