@@ -86,3 +86,16 @@ def window_sums(trades: pa.Table, window: timedelta) -> pa.Table:
         "settlement_amount": pc.subtract(sums["buy_sum"], sums["sell_sum"]),
         "trade_count": sums["buy_count"],
     }).cast(WINDOW_SUMS_SCHEMA)
+
+
+def merge_window_sums(parts: list[pa.Table]) -> pa.Table:
+    """Several window_sums() of disjoint sets of trades -> the window_sums() of them all."""
+    parts = [p for p in parts if p.num_rows]
+    if not parts:
+        return WINDOW_SUMS_SCHEMA.empty_table()
+    if len(parts) == 1:
+        return parts[0].cast(WINDOW_SUMS_SCHEMA)
+    sums = pa.concat_tables(parts).group_by(["window_start", "window_end"], use_threads=False).aggregate(
+        [(m, "sum") for m in MEASURES]).sort_by("window_start")
+    return pa.table({"window_start": sums["window_start"], "window_end": sums["window_end"],
+                     **{m: sums[f"{m}_sum"] for m in MEASURES}}).cast(WINDOW_SUMS_SCHEMA)

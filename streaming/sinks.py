@@ -18,6 +18,7 @@ batch run again after a crash), the windows they touch are recounted from silver
 from __future__ import annotations
 
 import functools
+import logging
 from datetime import datetime, timezone
 
 import pandas as pd
@@ -28,7 +29,7 @@ from pyspark.sql import DataFrame
 from streaming import bronze, silver
 from streaming.config import Settings
 from streaming.corrections import find_corrections
-from streaming.gold import MEASURES, window_starts, window_sums
+from streaming.gold import MEASURES, merge_window_sums, window_starts, window_sums
 from streaming.lake.checkpoints import QueryCheckpoint
 from streaming.lake.store import Batch, Lake, quote, sql_literal
 from streaming.lake.tables import (
@@ -39,10 +40,14 @@ from streaming.lake.tables import (
     QUARANTINE,
     SILVER,
     UTC_TIME,
+    Table,
     Write,
 )
 from streaming.lateness import LATE_CANDIDATE_COLUMNS, judged_watermark, late_trade_rows, ledger_rows, too_late
 from streaming.replay import recount
+from streaming.task_writes import LATE, SUMS, BatchPlan, ShareWriter, TaskResults
+
+log = logging.getLogger(__name__)
 
 # The tables the sink's gold step writes as one step: a reader holding their locks (the
 # reconciliation, a backfill) sees them all at the same batch.
@@ -112,7 +117,39 @@ class MedallionSink:
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         # The stream's jobs go first, before a reconciliation's (fairscheduler.xml).
         batch.sparkSession.sparkContext.setLocalProperty("spark.scheduler.pool", "stream")
-        rows = batch.toArrow()
+        ledger = ledger_rows(self.query_id, batch_id, self.checkpoint.offset_log(batch_id),
+                             self.checkpoint.offset_log(batch_id - 1))
+        if ledger.num_rows == 0:
+            return  # no record read
+        if self.lake.published(bronze.BRONZE, self.batch(batch_id)) or self.has_records_in(bronze.BRONZE, ledger):
+            self.write_on_driver(batch.toArrow(), batch_id, ledger)
+        else:
+            self.write_in_tasks(batch, batch_id, ledger)
+
+    # -- records read for the first time: the tasks write, the driver commits ----------------------
+    def write_in_tasks(self, batch: DataFrame, batch_id: int, ledger: pa.Table) -> None:
+        this = self.batch(batch_id)
+        silver_now = self.lake.open(SILVER)
+        plan = BatchPlan(self.lake.root, silver_now.version(), judged_watermark(ledger), self.settings.window,
+                         datetime.now(timezone.utc))
+        results = TaskResults(batch.mapInArrow(ShareWriter(plan), ShareWriter.SCHEMA).toArrow())
+        self.lake.commit_files(bronze.BRONZE, results.files(bronze.BRONZE), this)
+        self.lake.commit_files(QUARANTINE, results.files(QUARANTINE), this)
+        if results.same_trade_kept_twice():
+            # Two tasks each kept a first copy of one trade (sent with two keys, so into two Kafka
+            # partitions): their silver files stay uncommitted, and silver takes the batch through
+            # a MERGE, which keeps the first copy.
+            log.info("batch %d: a trade_id in two Kafka partitions; silver takes the batch through a MERGE", batch_id)
+            self.write_on_driver(batch.toArrow(), batch_id, ledger)
+            return
+        self.lake.commit_files(SILVER, results.files(SILVER), this)
+        with self.lake.writing(*GOLD_WRITES):
+            self.record_late(results.table(LATE), ledger, batch_id)
+            self.update_gold(merge_window_sums(results.tables(SUMS)), batch_id, Write.ADD)
+            self.lake.publish(BATCH_WATERMARKS, ledger, this)
+
+    # -- records read again, or a batch run again: the driver writes through MERGEs ----------------
+    def write_on_driver(self, rows: pa.Table, batch_id: int, ledger: pa.Table) -> None:
         if rows.num_rows == 0:
             return
         ingested_at = pa.scalar(datetime.now(timezone.utc), UTC_TIME)
@@ -121,25 +158,23 @@ class MedallionSink:
         this = self.batch(batch_id)
         # Records read again may have a new event time (a parser fixed since): they are matched
         # on trade_id over all of silver, not only among the batch's event times.
-        read_again = trades.num_rows > 0 and self.silver_has_records_in(offset_ranges(trades))
+        read_again = trades.num_rows > 0 and self.has_records_in(SILVER, offset_ranges(trades))
         run_again = self.lake.published(SILVER, this)  # after a crash, before Spark recorded the batch done
         self.lake.publish(bronze.BRONZE, bronze.bronze_rows(rows), this)
         self.lake.publish(SILVER, trades, this, narrow=not read_again)
         self.lake.publish(QUARANTINE, silver.quarantine_rows(rows), this)
-        ledger = ledger_rows(self.query_id, batch_id, self.checkpoint.offset_log(batch_id),
-                             self.checkpoint.offset_log(batch_id - 1))
         with self.lake.writing(*GOLD_WRITES):
             self.count_trades(self.kept_by_silver(trades), ledger, batch_id, recount=read_again or run_again)
             # Every batch that read records leaves its offsets and watermark in the ledger, even
             # when all its trades were too late and it changes no window.
             self.lake.publish(BATCH_WATERMARKS, ledger, this)
 
-    def silver_has_records_in(self, ranges: pa.Table) -> bool:
-        """Whether silver already holds a trade from these offset ranges: the records are being
-        read again (a replay, or a fresh checkpoint over the same offsets)."""
+    def has_records_in(self, table: Table, ranges: pa.Table) -> bool:
+        """Whether the table (keyed by Kafka record) already holds a record from these offset
+        ranges: they are being read again (a replay, a fresh checkpoint, a batch run again)."""
         if ranges.num_rows == 0:
             return False
-        found = self.lake.query(SILVER, f"SELECT {quote('offset')} FROM t WHERE {in_offset_ranges(ranges)} LIMIT 1")
+        found = self.lake.query(table, f"SELECT {quote('offset')} FROM t WHERE {in_offset_ranges(ranges)} LIMIT 1")
         return found is not None and found.num_rows > 0
 
     def kept_by_silver(self, trades: pa.Table) -> pa.Table:
@@ -156,19 +191,28 @@ class MedallionSink:
         """The trades silver kept: too late -> gold/late_trades; the others -> gold."""
         if kept.num_rows == 0:
             return
-        now, this = datetime.now(timezone.utc), self.batch(batch_id)
-        watermark = judged_watermark(ledger)
-        late = too_late(kept, watermark)
-        if pc.any(late).as_py():
-            late_rows = kept.filter(late).to_pandas().assign(watermark=pd.Timestamp(watermark))
-            late_rows["late_by"] = late_rows["watermark"] - pd.to_datetime(late_rows["event_time"], utc=True)
-            self.lake.publish(LATE_TRADES, late_trade_rows(late_rows, self.settings.window, now), this)
+        late = too_late(kept, judged_watermark(ledger))
+        self.record_late(kept.filter(late), ledger, batch_id)
         if recount:
-            sums, write = self.recounted(kept), Write.UPSERT
+            self.update_gold(self.recounted(kept), batch_id, Write.UPSERT)
         else:
-            sums, write = window_sums(kept.filter(pc.invert(late)), self.settings.window), Write.ADD
+            self.update_gold(window_sums(kept.filter(pc.invert(late)), self.settings.window), batch_id, Write.ADD)
+
+    def record_late(self, late: pa.Table, ledger: pa.Table, batch_id: int) -> None:
+        """Too-late trades (LATE_CANDIDATE_COLUMNS) -> gold/late_trades."""
+        if late.num_rows == 0:
+            return
+        rows = late.to_pandas().assign(watermark=pd.Timestamp(judged_watermark(ledger)))
+        rows["late_by"] = rows["watermark"] - pd.to_datetime(rows["event_time"], utc=True)
+        self.lake.publish(LATE_TRADES, late_trade_rows(rows, self.settings.window, datetime.now(timezone.utc)),
+                          self.batch(batch_id))
+
+    def update_gold(self, sums: pa.Table, batch_id: int, write: Write) -> None:
+        """Window sums -> gold: added to its totals (Write.ADD) or setting them (UPSERT), with a
+        correction for each window already past that changes."""
         if sums.num_rows == 0:
             return
+        now, this = datetime.now(timezone.utc), self.batch(batch_id)
         current = self.lake.read(GOLD, where=in_time_range("window_start", pc.min(sums["window_start"]).as_py(),
                                                            pc.max(sums["window_start"]).as_py())).to_pandas()
         after = sums.to_pandas() if write is Write.UPSERT else added(current, sums.to_pandas())

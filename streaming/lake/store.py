@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -28,8 +29,10 @@ import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, QueryBuilder, Transaction, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 from deltalake.schema import Field as DeltaField
+from deltalake.transaction import AddAction
 
 from streaming.lake import tables
+from streaming.lake.files import DataFile
 from streaming.lake.tables import Table, Write, same_values
 from streaming.rows import one_per_key
 
@@ -240,10 +243,31 @@ class Lake:
                 log.info("skipping %s batch %d of %s: already committed", table.name, batch.id, batch.writer)
                 return False
             opened = self.open(table)
-            if opened is None or (write is Write.APPEND_ONCE_PER_BATCH and self._own_batch(rows, batch)):
+            if (opened is None or write is Write.APPEND_NEW
+                    or (write is Write.APPEND_ONCE_PER_BATCH and self._own_batch(rows, batch))):
                 self._append(table, opened, rows, commit)
             else:
                 self._merge(table, opened, rows, commit, write, narrow)
+            if table.compact_every:
+                self._compact_now_and_then(table, table.compact_every)
+        return True
+
+    def commit_files(self, table: Table, files: Sequence[DataFile], batch: Batch) -> bool:
+        """Add files written into the table's location (files.write_file) in one commit that
+        records the batch; False if there are none or the batch is there already. The writer
+        vouches that their keys are new to the table, as for Write.APPEND_NEW."""
+        if not files:
+            return False
+        commit = CommitProperties(app_transactions=[Transaction(app_id=batch.app_id(table), version=int(batch.id))])
+        added_at = int(time.time() * 1000)
+        with self._lock(table):
+            if self.published(table, batch):
+                log.info("skipping %s batch %d of %s: already committed", table.name, batch.id, batch.writer)
+                return False
+            self.ensure(table)
+            self.open(table).create_write_transaction(
+                [AddAction(f.path, f.size, {}, added_at, True, f.stats) for f in files],
+                mode="append", schema=table.schema, commit_properties=commit)
             if table.compact_every:
                 self._compact_now_and_then(table, table.compact_every)
         return True

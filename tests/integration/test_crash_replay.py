@@ -1,9 +1,12 @@
 """A crash between a batch's writes and Spark's commit: on restart Spark runs the batch again on
 the same offsets, and every table must already hold it once (the lake's per-batch transactions)."""
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
+from streaming.lake.store import Lake
 from streaming.lake.tables import BATCH_WATERMARKS, BRONZE, CORRECTIONS, GOLD, LATE_TRADES, QUARANTINE, SILVER
 from streaming.pipeline import MEDALLION_QUERY
 from streaming.sinks import MedallionSink
@@ -51,7 +54,7 @@ def test_a_crash_after_silver_before_gold_is_completed_on_restart_and_counts_not
                trade("t3", "BUY", 1, 10.0, DAY + "09:40:00Z"))
     stream.process()
     # The next batch dies once bronze, silver and quarantine hold it, before gold is touched.
-    monkeypatch.setattr(MedallionSink, "count_trades", killed_between_silver_and_gold)
+    monkeypatch.setattr(MedallionSink, "update_gold", killed_between_silver_and_gold)
     stream.add(trade("t4", "SELL", 3, 5.0, DAY + "09:20:00Z"), trade("t5", "BUY", 1, 1.0, DAY + "09:05:00Z"),
                trade("t1", "BUY", 2, 50.0, DAY + "09:01:00Z"), b"[1, 2]")
     with pytest.raises(Exception, match="killed between silver and gold"):
@@ -69,6 +72,37 @@ def test_a_crash_after_silver_before_gold_is_completed_on_restart_and_counts_not
     corrected = stream.check_table(CORRECTIONS, rows=1).iloc[0]
     assert (corrected.sell_amount_before, corrected.sell_amount_after, corrected.late_trades) == (30.0, 45.0, 1)
     stream.check_table(BRONZE, rows=7)
+
+
+def test_a_crash_between_the_tasks_file_writes_and_the_commit_shows_no_row_and_loses_nothing(stream, monkeypatch):
+    stream.add(trade("t1", "BUY", 2, 50.0, DAY + "09:01:00Z"), trade("t2", "SELL", 1, 30.0, DAY + "09:16:00Z"),
+               trade("t3", "BUY", 1, 10.0, DAY + "09:40:00Z"))
+    stream.process()
+    bronze_dir = Path(Lake(stream.settings.data_dir).location(BRONZE))
+    files_before = set(bronze_dir.glob("*.parquet"))
+    # The tasks write the next batch's files; the driver dies before it commits any of them.
+    monkeypatch.setattr(Lake, "commit_files", killed_before_the_commit)
+    stream.add(trade("t4", "SELL", 3, 5.0, DAY + "09:20:00Z"), trade("t5", "BUY", 1, 1.0, DAY + "09:05:00Z"),
+               trade("t1", "BUY", 2, 50.0, DAY + "09:01:00Z"), b"[1, 2]")
+    with pytest.raises(Exception, match="killed before the commit"):
+        stream.process()
+    assert set(bronze_dir.glob("*.parquet")) > files_before  # written, but not part of the table
+    stream.check_table(BRONZE, rows=3)
+    stream.check_table(SILVER, trade_id=["t1", "t2", "t3"])
+    stream.check_table(QUARANTINE, rows=0)
+
+    monkeypatch.undo()
+    stream.restart()
+    stream.process()
+    stream.check_gold({"09:00": (100.0, 0.0, 1), "09:15": (0.0, 45.0, 2), "09:30": (10.0, 0.0, 1)})
+    stream.check_table(BRONZE, rows=7)
+    stream.check_table(SILVER, trade_id=["t1", "t2", "t3", "t4", "t5"])
+    stream.check_table(QUARANTINE, rows=1)
+    stream.check_table(LATE_TRADES, trade_id=["t5"])
+
+
+def killed_before_the_commit(*args, **kwargs):
+    raise RuntimeError("killed before the commit")
 
 
 def killed_between_silver_and_gold(*args, **kwargs):

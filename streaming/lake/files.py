@@ -1,0 +1,76 @@
+"""Data files written where the data is: a Spark task writes a table's Parquet file straight to
+the table's location and hands back its description (`DataFile`); the driver commits the
+files of a micro-batch in one Delta transaction (`Lake.commit_files`). Until then no reader
+sees them, so a crash in between leaves only unreferenced files, which a VACUUM removes.
+
+The statistics are Delta's (numRecords, minValues, maxValues, nullCount): readers and MERGEs
+skip files by them, by offset and event time above all.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+# Strings longer than this get no min/max (a truncated max would be wrong, and ids gain nothing).
+MAX_STAT_STRING = 32
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """A Parquet file written into a table's location, not yet committed."""
+
+    path: str  # relative to the table's location
+    size: int
+    rows: int
+    stats: str  # Delta's per-file statistics, as JSON
+
+
+def _iso_ms(value: datetime, round_up: bool) -> str:
+    """Delta keeps times in statistics to the millisecond: a minimum rounds down, a maximum up,
+    so the bounds still hold."""
+    value = value.astimezone(timezone.utc)
+    if round_up and value.microsecond % 1000:
+        value += timedelta(microseconds=1000 - value.microsecond % 1000)
+    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+
+
+def file_stats(rows: pa.Table) -> str:
+    """Delta's statistics of a file holding these rows."""
+    low, high, nulls = {}, {}, {}
+    for name, column in zip(rows.column_names, rows.columns):
+        kind = column.type
+        nulls[name] = column.null_count
+        if column.null_count == len(column):
+            continue
+        if pa.types.is_integer(kind) or pa.types.is_floating(kind):
+            least, most = pc.min_max(column).values()
+            low[name], high[name] = least.as_py(), most.as_py()
+        elif pa.types.is_timestamp(kind):
+            least, most = pc.min_max(column).values()
+            low[name], high[name] = _iso_ms(least.as_py(), False), _iso_ms(most.as_py(), True)
+        elif pa.types.is_string(kind) and pc.max(pc.utf8_length(column)).as_py() <= MAX_STAT_STRING:
+            least, most = pc.min_max(column).values()
+            low[name], high[name] = least.as_py(), most.as_py()
+    return json.dumps({"numRecords": rows.num_rows, "minValues": low, "maxValues": high, "nullCount": nulls},
+                      separators=(",", ":"))
+
+
+def write_file(location: str, rows: pa.Table) -> DataFile:
+    """Write `rows` as one new Parquet file under the table's `location`."""
+    name = f"part-{uuid.uuid4()}-c000.snappy.parquet"
+    if "://" in location and not location.startswith("file://"):
+        filesystem, root = pafs.FileSystem.from_uri(location)
+    else:
+        filesystem, root = pafs.LocalFileSystem(), location.removeprefix("file://")
+    path = f"{root.rstrip('/')}/{name}"
+    pq.write_table(rows, path, filesystem=filesystem, compression="snappy")
+    size = filesystem.get_file_info(path).size
+    return DataFile(name, size, rows.num_rows, file_stats(rows))

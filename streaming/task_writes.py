@@ -1,0 +1,146 @@
+"""What each Spark task does with its share of a micro-batch, where the data is (sinks.py runs
+it through `mapInArrow`, one task per group of whole Kafka partitions):
+
+* writes the share's bronze, quarantine and silver rows as new Parquet files into the tables'
+  locations (lake/files.py); the driver commits them, so nothing is visible before it does;
+* keeps for silver only the trades silver does not have yet: the first copy of each trade_id in
+  the share (arrival order), less those whose (trade_id, event_time) silver holds, read from the
+  silver version the driver pinned, among the files whose event times overlap the share's;
+* judges those new trades against the batch's watermark and sends back, rather than rows, what
+  the driver needs for gold: the on-time trades' window sums, the too-late trades, and a hash
+  of each new trade_id, so the driver can tell whether two tasks kept the same trade.
+
+Every result is one row of RESULT_SCHEMA; payloads are Arrow IPC streams.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Iterator
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from streaming import bronze, silver
+from streaming.gold import window_sums
+from streaming.lake.files import DataFile, write_file
+from streaming.lake.store import Lake, quote, sql_literal
+from streaming.lake.tables import QUARANTINE, SILVER, UTC_TIME, Table
+from streaming.lateness import LATE_CANDIDATE_COLUMNS, too_late
+from streaming.rows import one_per_key
+
+FILE, SUMS, LATE, NEW_IDS = "file", "sums", "late", "new_ids"
+RESULT_COLUMNS = pa.schema([("kind", pa.string()), ("table", pa.string()), ("path", pa.string()),
+                            ("size", pa.int64()), ("num_rows", pa.int64()), ("stats", pa.string()),
+                            ("payload", pa.binary())])
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """What the driver tells every task of one micro-batch (pickled to the workers)."""
+
+    lake_root: str
+    silver_version: int  # silver as the driver sees it before the batch
+    watermark: datetime  # the batch's: trades at or before it are too late
+    window: timedelta
+    ingested_at: datetime
+
+
+def to_ipc(rows: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, rows.schema) as writer:
+        writer.write_table(rows)
+    return sink.getvalue().to_pybytes()
+
+
+def from_ipc(payload: bytes) -> pa.Table:
+    return pa.ipc.open_stream(payload).read_all()
+
+
+def _result(kind: str, table: str = "", file: DataFile | None = None, payload: bytes | None = None) -> dict:
+    return {"kind": kind, "table": table, "path": file.path if file else None, "size": file.size if file else None,
+            "num_rows": file.rows if file else None, "stats": file.stats if file else None, "payload": payload}
+
+
+def new_to_silver(trades: pa.Table, existing: pa.Table) -> pa.Table:
+    """The trades (one per trade_id) whose (trade_id, event_time) is not among `existing`'s."""
+    if existing.num_rows == 0 or trades.num_rows == 0:
+        return trades
+    key = lambda rows: pc.binary_join_element_wise(  # noqa: E731
+        rows["trade_id"], pc.cast(pc.cast(rows["event_time"], pa.int64()), pa.string()), "\x00")
+    return trades.filter(pc.invert(pc.is_in(key(trades), key(existing).combine_chunks())))
+
+
+def trade_id_hashes(ids: pa.ChunkedArray) -> pa.Array:
+    """A 64-bit hash per trade_id: enough to find the same trade in two tasks' shares."""
+    return pa.array(pd.util.hash_array(ids.to_numpy(zero_copy_only=False)), pa.uint64())
+
+
+class ShareWriter:
+    """The task side of one micro-batch."""
+
+    SCHEMA = "kind string, table string, path string, size long, num_rows long, stats string, payload binary"
+
+    def __init__(self, plan: BatchPlan):
+        self.plan = plan
+        self.lake = Lake(plan.lake_root)
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        rows = pa.Table.from_batches(list(batches))
+        if rows.num_rows == 0:
+            return
+        rows = rows.append_column("ingested_at", pa.repeat(pa.scalar(self.plan.ingested_at, UTC_TIME), rows.num_rows))
+        results = [self.write(bronze.BRONZE, bronze.bronze_rows(rows)),
+                   self.write(QUARANTINE, silver.quarantine_rows(rows))]
+        trades = one_per_key(silver.silver_rows(rows), ["trade_id"], keep="first")
+        new = new_to_silver(trades, self.silver_matches(trades))
+        results.append(self.write(SILVER, new))
+        late = too_late(new, self.plan.watermark)
+        results += [
+            _result(SUMS, payload=to_ipc(window_sums(new.filter(pc.invert(late)), self.plan.window))),
+            _result(LATE, payload=to_ipc(new.filter(late).select(LATE_CANDIDATE_COLUMNS))),
+            _result(NEW_IDS, payload=to_ipc(pa.table({"hash": trade_id_hashes(new["trade_id"])}))),
+        ]
+        yield pa.RecordBatch.from_pylist([r for r in results if r is not None], schema=RESULT_COLUMNS)
+
+    def write(self, table: Table, rows: pa.Table) -> dict | None:
+        if rows.num_rows == 0:
+            return None
+        return _result(FILE, table.name, write_file(self.lake.location(table), rows.select(table.columns)))
+
+    def silver_matches(self, trades: pa.Table) -> pa.Table:
+        """Silver's (trade_id, event_time) at the pinned version, among the share's event times."""
+        if trades.num_rows == 0:
+            return pa.table({"trade_id": pa.array([], pa.string()), "event_time": pa.array([], UTC_TIME)})
+        low, high = pc.min_max(trades["event_time"]).values()
+        return self.lake.read(SILVER, ["trade_id", "event_time"],
+                              f"{quote('event_time')} >= {sql_literal(low.as_py())} AND "
+                              f"{quote('event_time')} <= {sql_literal(high.as_py())}",
+                              version=self.plan.silver_version)
+
+
+class TaskResults:
+    """The driver's view of what the tasks of one micro-batch sent back."""
+
+    def __init__(self, rows: pa.Table):
+        self.rows = rows.to_pylist()
+
+    def files(self, table: Table) -> list[DataFile]:
+        return [DataFile(r["path"], r["size"], r["num_rows"], r["stats"]) for r in self.rows
+                if r["kind"] == FILE and r["table"] == table.name]
+
+    def tables(self, kind: str) -> list[pa.Table]:
+        return [from_ipc(r["payload"]) for r in self.rows if r["kind"] == kind]
+
+    def table(self, kind: str) -> pa.Table:
+        parts = self.tables(kind)
+        return pa.concat_tables(parts) if parts else pa.table({})
+
+    def same_trade_kept_twice(self) -> bool:
+        hashes = [t["hash"] for t in self.tables(NEW_IDS) if t.num_rows]
+        if len(hashes) < 2:
+            return False
+        every = pa.chunked_array([c for h in hashes for c in h.chunks], pa.uint64())
+        return len(pc.unique(every)) < len(every)
