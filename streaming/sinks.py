@@ -106,6 +106,9 @@ class MedallionSink:
         self.settings = settings
         self.lake = lake
         self.checkpoint = checkpoint
+        # (topic, partition) -> an offset from which bronze is known to hold no record yet
+        self.bronze_free_from: dict[tuple[str, int], int] = {}
+        self.last_done = -2  # the last batch this sink has written
 
     @functools.cached_property
     def query_id(self) -> str:
@@ -121,10 +124,36 @@ class MedallionSink:
                              self.checkpoint.offset_log(batch_id - 1))
         if ledger.num_rows == 0:
             return  # no record read
-        if self.lake.published(bronze.BRONZE, self.batch(batch_id)) or self.has_records_in(bronze.BRONZE, ledger):
+        if self.read_before(ledger, batch_id):
             self.write_on_driver(batch.toArrow(), batch_id, ledger)
         else:
             self.write_in_tasks(batch, batch_id, ledger)
+            self.bronze_free_from.update(zip(zip(ledger["topic"].to_pylist(), ledger["partition"].to_pylist()),
+                                             ledger["end_offset"].to_pylist()))
+        self.last_done = batch_id
+
+    def read_before(self, ledger: pa.Table, batch_id: int) -> bool:
+        """Whether any of the batch's records may have been read before: by this batch, before a
+        crash (a table has its id), or by an earlier run (bronze has a record at or after the
+        batch's start offsets). This app is bronze's only writer, so once bronze is known to hold
+        nothing from some offset on, the batches that follow need not ask it again."""
+        this = self.batch(batch_id)
+        # Spark runs a batch again only in a new run of the query, with a new sink: the batch
+        # after one this sink has done is new.
+        if batch_id != self.last_done + 1 and any(self.lake.published(table, this)
+                                                   for table in (bronze.BRONZE, SILVER, QUARANTINE)):
+            return True
+        starts = dict(zip(zip(ledger["topic"].to_pylist(), ledger["partition"].to_pylist()),
+                          ledger["start_offset"].to_pylist()))
+        if all(start >= self.bronze_free_from.get(tp, start + 1) for tp, start in starts.items()):
+            return False
+        from_starts = " OR ".join(f"({quote('topic')} = {sql_literal(topic)} AND {quote('partition')} = {partition} "
+                                  f"AND {quote('offset')} >= {start})" for (topic, partition), start in starts.items())
+        found = self.lake.query(bronze.BRONZE, f"SELECT {quote('offset')} FROM t WHERE {from_starts} LIMIT 1")
+        if found is not None and found.num_rows:
+            return True
+        self.bronze_free_from.update(starts)
+        return False
 
     # -- records read for the first time: the tasks write, the driver commits ----------------------
     def write_in_tasks(self, batch: DataFrame, batch_id: int, ledger: pa.Table) -> None:
@@ -133,20 +162,23 @@ class MedallionSink:
         plan = BatchPlan(self.lake.root, silver_now.version(), judged_watermark(ledger), self.settings.window,
                          datetime.now(timezone.utc))
         results = TaskResults(batch.mapInArrow(ShareWriter(plan), ShareWriter.SCHEMA).toArrow())
-        self.lake.commit_files(bronze.BRONZE, results.files(bronze.BRONZE), this)
-        self.lake.commit_files(QUARANTINE, results.files(QUARANTINE), this)
         if results.same_trade_kept_twice():
             # Two tasks each kept a first copy of one trade (sent with two keys, so into two Kafka
             # partitions): their silver files stay uncommitted, and silver takes the batch through
             # a MERGE, which keeps the first copy.
             log.info("batch %d: a trade_id in two Kafka partitions; silver takes the batch through a MERGE", batch_id)
+            self.lake.commit_files(bronze.BRONZE, results.files(bronze.BRONZE), this)
+            self.lake.commit_files(QUARANTINE, results.files(QUARANTINE), this)
             self.write_on_driver(batch.toArrow(), batch_id, ledger)
             return
-        self.lake.commit_files(SILVER, results.files(SILVER), this)
+        # Any of the three may land first: a batch run again after a crash in between finds one
+        # committed (read_before) and goes through the driver, which completes the others.
+        self.lake.at_once(*(functools.partial(self.lake.commit_files, table, results.files(table), this)
+                            for table in (bronze.BRONZE, SILVER, QUARANTINE)))
         with self.lake.writing(*GOLD_WRITES):
-            self.record_late(results.table(LATE), ledger, batch_id)
-            self.update_gold(merge_window_sums(results.tables(SUMS)), batch_id, Write.ADD)
-            self.lake.publish(BATCH_WATERMARKS, ledger, this)
+            self.lake.at_once(lambda: self.record_late(results.table(LATE), ledger, batch_id),
+                              lambda: self.update_gold(merge_window_sums(results.tables(SUMS)), batch_id, Write.ADD),
+                              lambda: self.lake.publish(BATCH_WATERMARKS, ledger, this))
 
     # -- records read again, or a batch run again: the driver writes through MERGEs ----------------
     def write_on_driver(self, rows: pa.Table, batch_id: int, ledger: pa.Table) -> None:

@@ -14,7 +14,9 @@ may be a local path or an object-store URI), keeps each thread's tables open, an
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
+import functools
 import logging
 import threading
 import time
@@ -22,7 +24,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator, Mapping, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -105,9 +107,26 @@ class _OpenTables(threading.local):
 
     def __init__(self):
         self.tables: OrderedDict[str, DeltaTable] = OrderedDict()
+        self.pinned: dict[str, DeltaTable] = {}  # read at a given version, moved forward as asked
 
 
 _open_tables = _OpenTables()
+
+
+class _HeldLocks(threading.local):
+    """The table locations whose locks this thread holds through `Lake.writing`, or has been
+    lent by the thread that holds them (`Lake.at_once`)."""
+
+    def __init__(self):
+        self.locations: frozenset[str] = frozenset()
+
+
+_held = _HeldLocks()
+
+
+@functools.cache
+def _writers() -> concurrent.futures.ThreadPoolExecutor:
+    return concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="lake-writer")
 # One lock per table location in this process, whichever Lake object writes it: two MERGEs
 # into one Delta table at once would conflict.
 _locks: dict[str, threading.RLock] = {}
@@ -137,9 +156,8 @@ class Lake:
                 opened.update_incremental()
             except Exception:  # noqa: BLE001 - an unreadable log: open it afresh (and say why if that fails too)
                 opened = None
-        if (opened is not None and is_local(location)
-                and not (Path(location) / "_delta_log" / f"{opened.version():020d}.json").exists()):
-            opened = None  # removed (and perhaps made anew) meanwhile
+        if opened is not None and not self._still_there(location, opened):
+            opened = None
         if opened is None:
             try:
                 opened = DeltaTable(location, storage_options=self.storage_options)
@@ -174,10 +192,23 @@ class Lake:
     def open_version(self, table: Table, version: int) -> DeltaTable | None:
         """The table as it stood at `version` (Delta keeps every version until a VACUUM removes
         the files it needs), or None if there is no such version."""
+        location = self.location(table)
+        pinned = _open_tables.pinned.pop(location, None)
         try:
-            return DeltaTable(self.location(table), version=version, storage_options=self.storage_options)
+            if pinned is not None and pinned.version() <= version and self._still_there(location, pinned):
+                pinned.load_as_version(version)  # reads only the commits in between
+            else:
+                pinned = DeltaTable(location, version=version, storage_options=self.storage_options)
         except Exception:  # noqa: BLE001 - no table, or a version out of range or vacuumed away
             return None
+        _open_tables.pinned[location] = pinned
+        return pinned
+
+    @staticmethod
+    def _still_there(location: str, opened: DeltaTable) -> bool:
+        """False if the table was removed (and perhaps made anew) since it was opened."""
+        return not is_local(location) or (Path(location.removeprefix("file://")) / "_delta_log"
+                                           / f"{opened.version():020d}.json").exists()
 
     def history(self, table: Table, limit: int | None = None) -> list[dict]:
         """The table's commits, newest first: version, timestamp (ms), operation, ..."""
@@ -205,8 +236,10 @@ class Lake:
         return wanted.empty_table() if rows is None else rows.cast(wanted)
 
     # -- writing --------------------------------------------------------------------------------
-    def _lock(self, table: Table) -> threading.RLock:
+    def _lock(self, table: Table) -> contextlib.AbstractContextManager:
         location = self.location(table)
+        if location in _held.locations:
+            return contextlib.nullcontext()  # held by this thread, or lent to it (at_once)
         with _locks_guard:
             return _locks.setdefault(location, threading.RLock())
 
@@ -217,7 +250,30 @@ class Lake:
         with contextlib.ExitStack() as stack:
             for table in ordered:
                 stack.enter_context(self._lock(table))
-            yield
+            before = _held.locations
+            _held.locations = before | {self.location(table) for table in ordered}
+            try:
+                yield
+            finally:
+                _held.locations = before
+
+    def at_once(self, *steps: Callable[[], object]) -> None:
+        """Run steps that write different tables in parallel threads (delta-rs does its work
+        without Python's lock), and raise the first failure once all have ended. The threads
+        share the locks this thread holds (`writing`) while it waits for them."""
+        lent = _held.locations
+
+        def run(step: Callable[[], object]) -> None:
+            _held.locations = lent
+            try:
+                step()
+            finally:
+                _held.locations = frozenset()
+
+        futures = [_writers().submit(run, step) for step in steps]
+        concurrent.futures.wait(futures)
+        for future in futures:
+            future.result()
 
     def published(self, table: Table, batch: Batch) -> bool:
         """Whether this batch of this writer is already in the table."""
