@@ -95,3 +95,17 @@ def test_a_batch_judges_its_trades_by_the_watermark_of_the_batches_before_it(spa
     stream.check_gold({"09:00": (100.0, 0.0, 1), "10:30": (1.0, 0.0, 1)})
     late = stream.check_table(LATE_TRADES, trade_id=["t7", "t8"])
     assert {w.isoformat() for w in late["watermark"]} == {"2026-03-02T10:00:00+00:00"}
+
+
+def test_a_conflicting_record_for_a_known_trade_id_is_its_own_trade_unless_in_the_same_batch(stream):
+    # A record with a known trade_id but another event time is not a redelivery (semantics.md).
+    stream.add(trade("c1", "BUY", 1, 10.0, DAY + "09:01:00Z"))
+    stream.process()
+    stream.add(trade("c1", "BUY", 1, 99.0, DAY + "09:02:00Z"),  # a later batch: kept and counted
+               trade("c2", "SELL", 1, 5.0, DAY + "09:03:00Z"),
+               trade("c2", "SELL", 1, 7.0, DAY + "09:04:00Z"))  # the same batch: the first copy wins
+    stream.process()
+    silver = stream.table(SILVER)
+    assert sorted(silver["trade_id"]) == ["c1", "c1", "c2"]
+    assert sorted(silver[silver["trade_id"] == "c1"]["amount"]) == [10.0, 99.0]
+    stream.check_gold({"09:00": (109.0, 5.0, 3)})
