@@ -21,6 +21,7 @@ from dashboard.data import (
     VersionReader,
     as_of,
     data_versions,
+    exactly_once_evidence,
     json_records,
     on_day,
     quarantine_view,
@@ -300,6 +301,21 @@ def register_callbacks(app: Dash, readers: dict[str, TableReader], status: Calla
         result = {"day": day.isoformat(), "checked_at": checked_at,
                   "windows": json_records(frame, ("window_start", "window_end"))}
         return result, message + f"Checked {len(frame)} windows at {checked_at[11:19]} UTC."
+
+    @app.callback(Output(ids.EXACTLY_ONCE_TABLE, "children"), Output(ids.EXACTLY_ONCE_MESSAGE, "children"),
+                  Input(ids.EXACTLY_ONCE_CHECK, "n_clicks"), prevent_initial_call=True)
+    def count_exactly_once(_clicks):
+        if lake is None:
+            return no_update, "Not available in this run."
+        kafka = (status() or {}).get("kafka") or {}
+        ends = {p["partition"]: p["end_offset"] for p in kafka.get("partitions", [])
+                if isinstance(p, dict) and "partition" in p and "end_offset" in p}
+        try:
+            evidence = exactly_once_evidence(lake, ends)
+        except Exception as exc:  # noqa: BLE001 - shown on the page; the dashboard keeps running
+            log.exception("exactly-once count failed")
+            return no_update, f"Counting failed: {exc}"
+        return tables.exactly_once_table(evidence), f"Counted at {datetime.now(timezone.utc):%H:%M:%S} UTC."
 
     @app.callback(Output(ids.RECONCILE_TABLE, "children"), Output(ids.BACKFILL_CHOICE, "options"),
                   Output(ids.BACKFILL_CHOICE, "value"), Input(ids.RECONCILE_RESULT, "data"))

@@ -70,3 +70,8 @@ TM_LIVE = "time-machine-live"
 TM_LABEL = "time-machine-label"
 AS_OF = "as-of-snapshot"
 AS_OF_CHART = "as-of-chart"  # the chart drawn from AS_OF, shown in the live chart's place
+
+# The exactly-once panel
+EXACTLY_ONCE_CHECK = "exactly-once-check"
+EXACTLY_ONCE_MESSAGE = "exactly-once-message"
+EXACTLY_ONCE_TABLE = "exactly-once-table"

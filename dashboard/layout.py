@@ -102,6 +102,20 @@ def reconciliation_panel(available: bool) -> html.Section:
     ])
 
 
+def exactly_once_panel() -> html.Section:
+    return html.Section(className="panel exactly-once", children=[
+        html.H2("Exactly once: what each table holds"),
+        html.P("Every Kafka offset once in bronze; every record in silver or quarantine, or dropped as a "
+               "redelivery of a trade silver has; gold's trade count equal to silver's on-time trades.",
+               className="empty-note"),
+        html.Div(className="reconcile-actions", children=[
+            html.Button("Count now", id=ids.EXACTLY_ONCE_CHECK, n_clicks=0),
+            html.Span(id=ids.EXACTLY_ONCE_MESSAGE, className="control-message", role="status"),
+        ]),
+        html.Div(id=ids.EXACTLY_ONCE_TABLE),
+    ])
+
+
 def producer_controls(producer_enabled: bool | None, rate: float | None) -> html.Fieldset:
     available = producer_enabled is not None
     return html.Fieldset(className="control-group", children=[
@@ -188,6 +202,7 @@ def build_layout(refresh_ms: int, producer_enabled: bool | None, simulation: Sim
         ]),
         quarantine_panel(),
         reconciliation_panel(reconcile_available),
+        exactly_once_panel(),
         html.Section(className="panel health", children=[
             html.H2("Pipeline health"),
             html.Div(id=ids.HEALTH_QUERIES),

@@ -250,7 +250,7 @@ def test_health_panel_shows_each_query_the_lag_per_partition_and_a_failure(tmp_p
     panel = call(client, [f"{ids.HEALTH_QUERIES}.children", f"{ids.KAFKA_LAG}.children", f"{ids.LAG_SPARKLINE}.figure"],
                  {f"{ids.SNAPSHOT}.data": snapshot})
     text = json.dumps(panel)
-    assert "FAILED: StreamingQueryException: boom" in text and "1,210 ms" in text and "1,234" in text
+    assert "FAILED: StreamingQueryException: boom" in text and "1,210 ms" in text
     assert "36/s" in text or "35/s" in text  # processed rows/s, rounded
     assert "Lag gold_trade_summary" in text and '"12"' in text
     assert decode(panel[ids.LAG_SPARKLINE]["figure"]["data"][0]["y"]) == [20, 12]
