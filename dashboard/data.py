@@ -13,7 +13,8 @@ import pyarrow.compute as pc
 
 from streaming.gold import MEASURES, window_sums
 from streaming.lake.store import Lake, quote, sql_literal
-from streaming.lake.tables import GOLD, QUARANTINE, SILVER, Table
+from streaming.lake.tables import BATCH_WATERMARKS, BRONZE, GOLD, LATE_TRADES, QUARANTINE, SILVER, Table
+from streaming.sinks import GOLD_WRITES
 
 GOLD_COLUMNS = ["window_start", "window_end", "buy_amount", "sell_amount", "settlement_amount",
                 "trade_count", "revision", "updated_at"]
@@ -397,9 +398,6 @@ def exactly_once_evidence(lake: Lake, kafka_ends: dict[str, int]) -> dict:
     """What each table holds per Kafka partition, against the topic's end offsets; and gold's
     trade count against silver's on-time trades up to the offsets gold has counted. Aggregates
     over the key columns only (offsets, ids), read when asked, never per refresh."""
-    from streaming.lake.tables import BATCH_WATERMARKS, BRONZE, LATE_TRADES
-    from streaming.sinks import GOLD_WRITES
-
     by_partition = "GROUP BY topic, \"partition\""
     with lake.writing(*GOLD_WRITES):  # gold, the ledger and the too-late list at one micro-batch
         counted = _per_partition(lake.query(BATCH_WATERMARKS, "SELECT topic, \"partition\", max(end_offset) AS "

@@ -157,3 +157,60 @@ def test_the_producer_switch_starts_and_stops_the_trades(tmp_path, page):
         assert page.console_errors == []
     finally:
         app.stop()
+
+
+def test_bad_records_sent_to_kafka_raise_the_quarantine_counts(quiet_app, page):
+    page.goto(quiet_app.url)
+    page.wait_for_selector("#quarantine-counts")
+    quiet_app.writer.send(b"{not json", b"[1, 2]", b"\xff\xfe not utf-8")
+    wait_for_text(page, "#quarantine-counts", "value is not valid UTF-8", timeout=90_000)
+    counts = page.inner_text("#quarantine-counts")
+    assert "value is not a JSON object" in counts
+    wait_for_text(page, "#quarantine-list", "[1, 2]")
+    assert page.console_errors == []
+
+
+def test_the_shown_days_windows_download_as_csv(quiet_app, page):
+    quiet_app.writer.send(trade("d1", "BUY", 2, 21.0, DAY + "11:02:00Z"))
+    page.goto(quiet_app.url)
+    wait_for_text(page, "#kpi-cards", "$", timeout=90_000)
+    wait_for(lambda: "11:00" in page.inner_text("#trade-summary-chart") or None, 90, interval_s=1,
+             what="the 11:00 window on the chart")
+    with page.expect_download() as download:
+        page.click("#export-windows")
+    assert download.value.suggested_filename == "trade-summary-2030-01-02-windows.csv"
+    text = open(download.value.path(), encoding="utf-8").read()
+    header, *rows = text.splitlines()
+    assert header.startswith("window_start,window_end,buy,sell,settlement,trade_count")
+    assert any(row.startswith("2030-01-02T11:00:00") and ",42.0," in row for row in rows), text
+    assert page.console_errors == []
+
+
+def test_the_time_machine_goes_back_to_an_earlier_chart_and_returns_to_live(quiet_app, page):
+    quiet_app.writer.send(trade("e1", "BUY", 1, 3.0, DAY + "12:01:00Z"))
+    page.goto(quiet_app.url)
+    wait_for_text(page, "#kpi-cards", "$", timeout=90_000)
+    quiet_app.writer.send(trade("e2", "BUY", 1, 4.0, DAY + "12:02:00Z"))  # another version of gold
+    page.wait_for_timeout(3000)
+    handle = page.locator(".time-machine-slider [role=slider]").first
+    handle.wait_for(timeout=60_000)
+    handle.focus()
+    page.keyboard.press("Home")  # the oldest version the slider has
+    wait_for_text(page, "#time-machine-label", "as of", timeout=30_000)
+    assert "version" in page.inner_text("#time-machine-label")
+    assert page.locator("#as-of-chart").is_visible()
+    page.click("#time-machine-live")
+    wait_for_text(page, "#time-machine-label", "Live", timeout=30_000)
+    assert page.console_errors == []
+
+
+def test_the_exactly_once_panel_counts_on_demand(quiet_app, page):
+    quiet_app.writer.send(trade("f1", "SELL", 1, 8.0, DAY + "13:01:00Z"))
+    page.goto(quiet_app.url)
+    wait_for_text(page, "#kpi-cards", "$", timeout=90_000)
+    page.click("#exactly-once-check")
+    wait_for_text(page, "#exactly-once-message", "Counted at", timeout=30_000)
+    table = page.inner_text("#exactly-once-table")
+    assert "trades:0" in table and "Redeliveries dropped" in table
+    assert "Gold counts" in table
+    assert page.console_errors == []

@@ -6,6 +6,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from dashboard.data import exactly_once_evidence
 from streaming.lake.store import Lake
 from streaming.lake.tables import BATCH_WATERMARKS, BRONZE, CORRECTIONS, GOLD, LATE_TRADES, QUARANTINE, SILVER
 from streaming.pipeline import MEDALLION_QUERY
@@ -72,6 +73,12 @@ def test_a_crash_after_silver_before_gold_is_completed_on_restart_and_counts_not
     corrected = stream.check_table(CORRECTIONS, rows=1).iloc[0]
     assert (corrected.sell_amount_before, corrected.sell_amount_after, corrected.late_trades) == (30.0, 45.0, 1)
     stream.check_table(BRONZE, rows=7)
+    # The page's exactly-once panel sees the same: no offset twice, gold = silver's on-time trades.
+    evidence = exactly_once_evidence(Lake(stream.settings.data_dir), {})
+    assert sum(p["bronze"] for p in evidence["partitions"]) == 7
+    assert all(p["bronze_doubled"] == 0 for p in evidence["partitions"])
+    assert sum(p["redeliveries"] for p in evidence["partitions"]) == 1  # t1 again
+    assert (evidence["gold_trades"], evidence["silver_on_time"], evidence["silver_doubled"]) == (4, 4, 0)
 
 
 def test_a_crash_between_the_tasks_file_writes_and_the_commit_shows_no_row_and_loses_nothing(stream, monkeypatch):
