@@ -110,7 +110,7 @@ def query_status(query: StreamingQuery, restarts: int = 0, last_restart_error: s
     return QueryStatus(
         name=query.name,
         active=query.isActive,
-        error=str(exception) if exception else None,
+        error=short_error(exception) if exception else None,  # the cause, not the worker's traceback
         batch_id=progress.get("batchId"),
         last_batch_at=progress.get("timestamp"),
         watermark=None if watermark in (None, "1970-01-01T00:00:00.000Z") else watermark,
