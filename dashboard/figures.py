@@ -8,7 +8,7 @@ from itertools import accumulate
 import pandas as pd
 
 from dashboard import ids
-from streaming.health import catch_up_line
+from streaming.health import catch_up_line, kafka_trouble
 
 # The seed's meaning: buy blue, sell orange, settlement grey (a colour-blind-safe pair + grey).
 BUY_COLOR = "#1f77b4"
@@ -183,6 +183,9 @@ def status_text(snapshot: dict | None) -> str:
                      + f" · market time {producer['market_time'][11:16]}")
     if status.get("catch_up"):
         parts.insert(0, f"Catching up: {catch_up_line(status['catch_up'])}")
+    trouble = kafka_trouble(status)
+    if trouble:
+        parts.insert(0, trouble)
     queries = status.get("queries", [])
     for query in queries:
         if query.get("error"):

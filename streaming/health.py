@@ -83,6 +83,7 @@ class HealthMonitor:
         self._history: collections.deque = collections.deque(maxlen=max(int(history_s / interval_s), 2))
         self._latest: dict = {}
         self._backlogs: dict[str, int] = {}
+        self._unreachable_since: str | None = None  # when Kafka's end offsets first failed, till they work
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="health", daemon=True)
@@ -110,13 +111,15 @@ class HealthMonitor:
         queries = [dataclasses.asdict(q) for q in self._queries()]
         producer = self._producer()
         kafka: dict = {"error": None, "partitions": [], "total_lag": {}}
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
         if self._end_offsets is not None:
             try:
                 kafka["partitions"] = partition_lags(self._end_offsets.read(), queries)
                 kafka["total_lag"] = total_lag(kafka["partitions"])
             except KafkaException as exc:
                 kafka["error"] = str(exc)
-        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self._unreachable_since = unreachable_since(self._unreachable_since, kafka["error"], now)
+        kafka["unreachable_since"] = self._unreachable_since
         snapshot = {
             "at": now,
             "queries": queries,
@@ -137,9 +140,24 @@ class HealthMonitor:
                                     "kafka": {"error": None, "partitions": [], "total_lag": {}}, "lag_history": []}
 
 
+def unreachable_since(since: str | None, error: str | None, now: str) -> str | None:
+    """Since when Kafka has been unreachable: kept from the first failed sample until one works."""
+    return None if error is None else since or now
+
+
+def kafka_trouble(snapshot: dict) -> str | None:
+    """'Kafka unreachable since 10:31:05 UTC: <error>' while the health samples fail, else None."""
+    kafka = snapshot.get("kafka") or {}
+    since = kafka.get("unreachable_since")
+    if not since:
+        return None
+    return f"Kafka unreachable since {since[11:19]} UTC: {(kafka.get('error') or '')[:200]}"
+
+
 def status_line(snapshot: dict) -> str:
     """One terminal line: each query's batch, rates, duration, watermark, lag; the producer."""
-    parts = []
+    trouble = kafka_trouble(snapshot)
+    parts = [trouble] if trouble else []
     lags = snapshot.get("kafka", {}).get("total_lag", {})
     for q in snapshot.get("queries", []):
         state = "FAILED" if q["error"] else "active" if q["active"] else "stopped"

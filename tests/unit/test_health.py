@@ -1,6 +1,6 @@
-"""Catch-up progress from the health figures (pure)."""
+"""Catch-up progress and Kafka trouble from the health figures (pure)."""
 
-from streaming.health import catch_up, catch_up_line
+from streaming.health import catch_up, catch_up_line, status_line, unreachable_since
 
 
 def query(name, rate):
@@ -37,3 +37,15 @@ def test_the_page_status_line_shows_the_catch_up_while_it_lasts():
     assert status_text({"status": status}).startswith(
         "Catching up: gold_trade_summary 0 of 120,000 records (0%) at 10,000/s, about 12 s left")
     assert "Catching up" not in status_text({"status": {**status, "catch_up": {}}})
+
+
+def test_kafka_unreachable_is_dated_from_the_first_failed_sample_until_one_works():
+    from dashboard.figures import status_text
+
+    since = unreachable_since(None, "Timed out", "2026-11-23T10:31:05+00:00")
+    assert unreachable_since(since, "Timed out again", "2026-11-23T10:31:35+00:00") == since
+    assert unreachable_since(since, None, "2026-11-23T10:32:00+00:00") is None
+    status = {"producer": None, "queries": [], "kafka": {"error": "Timed out", "unreachable_since": since}}
+    assert status_text({"status": status}).startswith("Kafka unreachable since 10:31:05 UTC: Timed out")
+    assert status_line(status).startswith("Kafka unreachable since 10:31:05 UTC")
+    assert "unreachable" not in status_text({"status": {**status, "kafka": {"error": None}}})
