@@ -8,7 +8,6 @@ import logging
 import re
 import time
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Callable
 
 from pyspark.sql import DataFrame, SparkSession
@@ -45,11 +44,11 @@ def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
     return reader.load()
 
 
-def with_trigger(writer, settings: Settings | LoadSettings, interval: timedelta | None = None):
-    """--available-now, else a processing-time trigger: `interval`, or --trigger."""
+def with_trigger(writer, settings: Settings | LoadSettings):
+    """--available-now, else a processing-time trigger of --trigger."""
     if settings.available_now:
         return writer.trigger(availableNow=True)
-    return writer.trigger(processingTime=format_duration(interval or settings.trigger))
+    return writer.trigger(processingTime=format_duration(settings.trigger))
 
 
 def start_medallion_query(spark: SparkSession, settings: Settings, lake: Lake) -> StreamingQuery:

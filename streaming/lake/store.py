@@ -299,8 +299,7 @@ class Lake:
                 log.info("skipping %s batch %d of %s: already committed", table.name, batch.id, batch.writer)
                 return False
             opened = self.open(table)
-            if (opened is None or write is Write.APPEND_NEW
-                    or (write is Write.APPEND_ONCE_PER_BATCH and self._own_batch(rows, batch))):
+            if opened is None or (write is Write.APPEND_ONCE_PER_BATCH and self._own_batch(rows, batch)):
                 self._append(table, opened, rows, commit)
             else:
                 self._merge(table, opened, rows, commit, write, narrow)
@@ -311,7 +310,7 @@ class Lake:
     def commit_files(self, table: Table, files: Sequence[DataFile], batch: Batch) -> bool:
         """Add files written into the table's location (files.write_file) in one commit that
         records the batch; False if there are none or the batch is there already. The writer
-        vouches that their keys are new to the table, as for Write.APPEND_NEW."""
+        vouches that their keys are new to the table."""
         if not files:
             return False
         commit = CommitProperties(app_transactions=[Transaction(app_id=batch.app_id(table), version=int(batch.id))])

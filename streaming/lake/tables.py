@@ -30,9 +30,6 @@ class Write(enum.Enum):
     # already keeps them unique, so they are appended without reading the table. Rows keyed
     # otherwise (a backfill's) are merged as FIRST_COPY_WINS.
     APPEND_ONCE_PER_BATCH = "append once per batch"
-    # The writer knows none of the rows' keys is in the table yet (records read for the first
-    # time): appended without reading the table.
-    APPEND_NEW = "append new keys"
     # A key already in the table has the batch's `sums` added to its own (a running total; the
     # other columns take the batch's values); a new key is inserted.
     ADD = "add"
