@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from streaming.gold import MEASURES, window_sums
-from streaming.lake.store import Lake, quote, sql_literal
+from streaming.lake.store import Lake, before_offsets, quote, sql_literal
 from streaming.lake.tables import BATCH_WATERMARKS, BRONZE, GOLD, LATE_TRADES, QUARANTINE, SILVER, Table
 from streaming.sinks import GOLD_WRITES
 
@@ -413,8 +413,8 @@ def exactly_once_evidence(lake: Lake, kafka_ends: dict[str, int]) -> dict:
                                                         f"{by_partition}"), "records")
     doubled = lake.query(SILVER, "SELECT count(*) AS n FROM (SELECT trade_id, event_time FROM t "
                                  "GROUP BY trade_id, event_time HAVING count(*) > 1)")
-    cut = " OR ".join(f"(topic = {sql_literal(tp.rsplit(':', 1)[0])} AND \"partition\" = {int(tp.rsplit(':', 1)[1])} "
-                      f"AND \"offset\" < {ends['end_offset']})" for tp, ends in counted.items()) or "FALSE"
+    cut = before_offsets({(tp.rsplit(":", 1)[0], int(tp.rsplit(":", 1)[1])): ends["end_offset"]
+                          for tp, ends in counted.items()})
     silver_counted = lake.query(SILVER, f"SELECT count(*) AS n FROM t WHERE {cut}")
     late_counted = sum(1 for r in late.to_pylist()
                        if r["offset"] < counted.get(f"{r['topic']}:{r['partition']}", {}).get("end_offset", 0))

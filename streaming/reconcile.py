@@ -37,23 +37,13 @@ from streaming.config import Settings
 from streaming.corrections import correction_rows
 from streaming.gold import MEASURES
 from streaming.lake.checkpoints import Checkpoints
-from streaming.lake.store import Batch, Lake, quote, sql_literal
+from streaming.lake.store import Batch, Lake, before_offsets, in_time_range, quote, sql_literal
 from streaming.lake.tables import BATCH_WATERMARKS, CORRECTIONS, GOLD, LATE_TRADES, SILVER, Table, Write
 from streaming.pipeline import MEDALLION_QUERY
 from streaming.sinks import GOLD_WRITES
 
 BACKFILL_QUERY_ID = "backfill"
 _CENT = 0.005  # amounts are money: closer than half a cent is equal (float sums differ in order)
-
-
-def read_before(offsets: dict[tuple[str, int], int]) -> str:
-    """SQL: rows whose Kafka record lies before `offsets` in its partition (none if it is empty)."""
-    return " OR ".join(f"({quote('topic')} = {sql_literal(topic)} AND {quote('partition')} = {int(partition)} "
-                       f"AND {quote('offset')} < {int(end)})" for (topic, partition), end in offsets.items()) or "FALSE"
-
-
-def in_window_range(column: str, start: datetime, end: datetime) -> str:
-    return f"{quote(column)} >= {sql_literal(start)} AND {quote(column)} < {sql_literal(end)}"
 
 
 def compare(streamed: pd.DataFrame, recomputed: pd.DataFrame, too_late: pd.DataFrame,
@@ -147,7 +137,8 @@ class Reconciler:
         """Windows from silver's trades with event time in [start, end) and Kafka offsets before
         `offsets`, by the streaming logic."""
         trades = self.lake.read(SILVER, ["trade_id", "side", "amount", "event_time"],
-                                f"{in_window_range('event_time', start, end)} AND ({read_before(offsets)})")
+                                f"{in_time_range('event_time', start, end, high_inclusive=False)} "
+                                f"AND ({before_offsets(offsets)})")
         if trades.num_rows == 0:
             return gold.WINDOW_SUMS_SCHEMA.empty_table().to_pandas()
         summary = gold.trade_summary(self.spark.createDataFrame(trades), self.settings.window)
@@ -155,7 +146,7 @@ class Reconciler:
 
     def _read(self, table: Table, start: datetime, end: datetime, extra: str | None = None) -> pd.DataFrame:
         """The rows of a table keyed by window whose window starts in [start, end)."""
-        where = in_window_range("window_start", start, end) + (f" AND ({extra})" if extra else "")
+        where = in_time_range("window_start", start, end, high_inclusive=False) + (f" AND ({extra})" if extra else "")
         return self.lake.read(table, where=where).to_pandas()
 
     def _compare(self, start: datetime, end: datetime, streamed: pd.DataFrame, offsets: dict,
@@ -168,7 +159,7 @@ class Reconciler:
     def _too_late(self, start: datetime, end: datetime, offsets: dict) -> pd.DataFrame:
         if not offsets:
             return LATE_TRADES.schema.empty_table().to_pandas()
-        return self._read(LATE_TRADES, start, end, read_before(offsets))
+        return self._read(LATE_TRADES, start, end, before_offsets(offsets))
 
     def _gold_as_read(self, start: datetime, end: datetime) -> tuple[pd.DataFrame, dict]:
         """Gold's windows and the offsets they include (call holding gold's locks)."""

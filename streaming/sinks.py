@@ -31,7 +31,7 @@ from streaming.config import Settings
 from streaming.corrections import find_corrections
 from streaming.gold import MEASURES, merge_window_sums, window_starts, window_sums
 from streaming.lake.checkpoints import QueryCheckpoint
-from streaming.lake.store import Batch, Lake, quote, sql_literal
+from streaming.lake.store import Batch, Lake, in_time_range, quote, sql_literal
 from streaming.lake.tables import (
     BATCH_WATERMARKS,
     CORRECTIONS,
@@ -69,11 +69,6 @@ def offset_ranges(records: pa.Table) -> pa.Table:
         [("offset", "min"), ("offset", "max")])
     return pa.table({"topic": spans["topic"], "partition": spans["partition"], "start_offset": spans["offset_min"],
                      "end_offset": pc.add(spans["offset_max"], 1)})
-
-
-def in_time_range(column: str, low: datetime, high: datetime, high_inclusive: bool = True) -> str:
-    return (f"{quote(column)} >= {sql_literal(low)} AND {quote(column)} {'<=' if high_inclusive else '<'} "
-            f"{sql_literal(high)}")
 
 
 def gold_rows(sums: pa.Table, batch_id: int, now: datetime) -> pa.Table:

@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from streaming import bronze, silver
 from streaming.gold import window_sums
 from streaming.lake.files import DataFile, write_file
-from streaming.lake.store import Lake, quote, sql_literal
+from streaming.lake.store import Lake, in_time_range
 from streaming.lake.tables import QUARANTINE, SILVER, UTC_TIME, Table
 from streaming.lateness import LATE_CANDIDATE_COLUMNS, too_late
 from streaming.rows import one_per_key
@@ -116,8 +116,7 @@ class ShareWriter:
             return pa.table({"trade_id": pa.array([], pa.string()), "event_time": pa.array([], UTC_TIME)})
         low, high = pc.min_max(trades["event_time"]).values()
         return self.lake.read(SILVER, ["trade_id", "event_time"],
-                              f"{quote('event_time')} >= {sql_literal(low.as_py())} AND "
-                              f"{quote('event_time')} <= {sql_literal(high.as_py())}",
+                              in_time_range("event_time", low.as_py(), high.as_py()),
                               version=self.plan.silver_version)
 
 

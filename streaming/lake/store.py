@@ -70,6 +70,18 @@ def sql_literal(value) -> str:
     return str(value)
 
 
+def in_time_range(column: str, low: datetime, high: datetime, high_inclusive: bool = True) -> str:
+    """SQL: `column` from `low` up to `high` (included unless high_inclusive is False)."""
+    return (f"{quote(column)} >= {sql_literal(low)} AND {quote(column)} {'<=' if high_inclusive else '<'} "
+            f"{sql_literal(high)}")
+
+
+def before_offsets(offsets: dict[tuple[str, int], int]) -> str:
+    """SQL: rows whose Kafka record lies before `offsets` in its partition (none if it is empty)."""
+    return " OR ".join(f"({quote('topic')} = {sql_literal(topic)} AND {quote('partition')} = {int(partition)} "
+                       f"AND {quote('offset')} < {int(end)})" for (topic, partition), end in offsets.items()) or "FALSE"
+
+
 def key_ranges(rows: pa.Table, keys: Sequence[str]) -> list[str]:
     """`t.k >= low AND t.k <= high` over the source's range of each integer or time key (offsets,
     batch ids, event times): only a target row inside it can match, and delta-rs then reads
