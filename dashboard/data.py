@@ -404,8 +404,11 @@ def exactly_once_evidence(lake: Lake, kafka_ends: dict[str, int]) -> dict:
                                                               f"end_offset FROM t {by_partition}"), "end_offset")
         gold = lake.query(GOLD, "SELECT sum(trade_count) AS trades FROM t")
         late = lake.read(LATE_TRADES, ["topic", "partition", "offset"], f"{quote('backfilled_at')} IS NULL")
-    bronze = _per_partition(lake.query(BRONZE, "SELECT topic, \"partition\", count(*) AS records, "
-                                               f"count(DISTINCT \"offset\") AS offsets FROM t {by_partition}"),
+    # A record is its offset and Kafka time: a broker that lost its tail gives offsets out again.
+    bronze = _per_partition(lake.query(BRONZE, "SELECT topic, \"partition\", sum(copies) AS records, "
+                                               "count(*) AS offsets FROM (SELECT topic, \"partition\", count(*) "
+                                               "AS copies FROM t GROUP BY topic, \"partition\", \"offset\", "
+                                               f"\"timestamp\") {by_partition}"),
                             "records", "offsets")
     silver = _per_partition(lake.query(SILVER, "SELECT topic, \"partition\", count(*) AS trades FROM t "
                                                f"{by_partition}"), "trades")

@@ -113,7 +113,9 @@ def health_table(snapshot: dict | None):
     line = ("Producer: not available in this run." if producer is None else
             f"Producer {'on' if producer['enabled'] else 'off'} · {producer['rate']:g} trades/s · "
             f"sent {producer['sent']:,} · failed {producer['failed']:,}")
-    return [table, html.P(line, className="health-producer")]
+    losses = [html.P(f"Kafka data loss, {q['data_loss']}", className="health-data-loss")
+              for q in status.get("queries", []) if q.get("data_loss")]
+    return [table, *losses, html.P(line, className="health-producer")]
 
 
 def lag_table(snapshot: dict | None):

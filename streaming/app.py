@@ -46,6 +46,7 @@ class Command:
         self.broker = None
         self.spark = None
         self._owns_spark = False  # a session already running in this process (a test's) is left running
+        self.broker_save_failed = False  # the embedded broker's save on stop failed: the run ends with 1
 
     def install_signal_handlers(self) -> None:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -108,7 +109,12 @@ class Command:
             if keep_reused_broker and self.broker.reused:
                 log.info("the embedded broker was already running before this command; it keeps running")
                 return
-            self.broker.stop()
+            try:
+                self.broker.stop()
+            except BrokerError as exc:
+                log.error("%s", exc)
+                self.broker_save_failed = True
+                return
             log.info("embedded broker stopped, data saved in %s", self.broker.data_dir)
 
 
@@ -369,7 +375,7 @@ def run_command(command_class, parse, build_parser, argv: list[str], help_comman
     finally:
         command.stop()
     log.info("stopped")
-    return code
+    return 1 if command.broker_save_failed else code
 
 
 def main(argv: list[str] | None = None, dashboard: DashboardFactory | None = None) -> int:

@@ -83,6 +83,12 @@ def _share(text: str) -> float:
     return value
 
 
+def _true_or_false(text: str) -> bool:
+    if text.strip().lower() not in ("true", "false"):
+        raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+    return text.strip().lower() == "true"
+
+
 def _argtype(parse):
     def convert(text: str):
         try:
@@ -194,13 +200,23 @@ def build_parser() -> argparse.ArgumentParser:
                         metavar="DURATION",
                         help="micro-batch interval, e.g. '2 seconds' or '500 milliseconds' "
                              "(default: '1 second')")
+    stream.add_argument("--max-event-time-jump", type=_argtype(parse_duration), default=Settings.max_event_time_jump,
+                        metavar="DURATION",
+                        help="quarantine a trade whose event time is more than this ahead of the latest event time "
+                             "seen and of its Kafka timestamp, instead of letting it move the watermark "
+                             "(default: '1 day')")
+    stream.add_argument("--fail-on-data-loss", type=_true_or_false, default=True, metavar="true|false",
+                        help="whether the pipeline stops when Kafka no longer holds offsets it expects (a broker "
+                             "that lost its tail, retention, a recreated topic); with false it logs the loss and "
+                             "reads on from what the broker holds (default: true, as Spark's failOnDataLoss)")
     stream.add_argument("--available-now", action="store_true",
                         help="process everything already in Kafka, then exit 0 (catch-up / cron use)")
     stream.add_argument("--max-offsets-per-trigger", type=_positive_int, metavar="N",
                         help="read at most N Kafka records per micro-batch (backpressure)")
     stream.add_argument("--max-query-restarts", type=_count, default=Settings.max_query_restarts, metavar="N",
-                        help="restart a failed query from its checkpoint up to N times, waiting 1, 2, 4 ... s "
-                             "(at most a minute) between tries; after that the app exits with code 1 "
+                        help="restart a failed query from its checkpoint up to N times in a row, waiting 1, 2, 4 "
+                             "... s (at most a minute) between tries; after that the app exits with code 1 (5 "
+                             "minutes without a failure start the count afresh) "
                              "(default: %(default)s; 0: exit at the first failure)")
     stream.add_argument("--replay-from", type=_argtype(parse_instant), metavar="ISO-8601",
                         help="reprocess from this Kafka time with fresh checkpoints (old ones kept aside)")
@@ -295,6 +311,8 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None
         allowed_hosts=tuple(ns.allow_host),
         window=ns.window,
         watermark=ns.watermark,
+        max_event_time_jump=ns.max_event_time_jump,
+        fail_on_data_loss=ns.fail_on_data_loss,
         trigger=ns.trigger,
         available_now=ns.available_now,
         max_offsets_per_trigger=ns.max_offsets_per_trigger,
@@ -359,6 +377,15 @@ def build_load_parser() -> argparse.ArgumentParser:
                              "(default: <data-dir>/loader-archive)")
     stream.add_argument("--trigger", type=_argtype(parse_duration), default=LoadSettings.trigger,
                         metavar="DURATION", help="how often to look for new files (default: '5 seconds')")
+    stream.add_argument("--max-event-time-jump", type=_argtype(parse_duration), default=Settings.max_event_time_jump,
+                        metavar="DURATION",
+                        help="quarantine a trade whose event time is more than this ahead of the latest event time "
+                             "seen and of its Kafka timestamp, instead of letting it move the watermark "
+                             "(default: '1 day')")
+    stream.add_argument("--fail-on-data-loss", type=_true_or_false, default=True, metavar="true|false",
+                        help="whether the pipeline stops when Kafka no longer holds offsets it expects (a broker "
+                             "that lost its tail, retention, a recreated topic); with false it logs the loss and "
+                             "reads on from what the broker holds (default: true, as Spark's failOnDataLoss)")
     stream.add_argument("--available-now", action="store_true",
                         help="load the files there now, then exit 0 (catch-up / cron use)")
     return parser

@@ -144,6 +144,10 @@ class Settings(KafkaTarget):
     refresh_ms: int = 2000
     log_every_batches: int = 20  # a status line in the terminal every N micro-batches
     max_query_restarts: int = 5  # a failed query is restarted from its checkpoint this many times, with backoff
+    # A trade more than this ahead of the latest event time seen (and of its Kafka timestamp) is quarantined.
+    max_event_time_jump: timedelta = timedelta(days=1)
+    # Spark's failOnDataLoss: fail when Kafka no longer holds offsets the checkpoint expects.
+    fail_on_data_loss: bool = True
 
     @property
     def checkpoint_dir(self) -> Path:

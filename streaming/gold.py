@@ -3,8 +3,8 @@ stream adds to gold per micro-batch, and what a recount or a drill-down computes
 and in Spark (`trade_summary`, the reconciliation's independent recompute). Both are pure;
 tests/integration/test_window_sums_agree.py checks they agree.
 
-The stream has no Spark state: `with_watermark` lets Spark track the watermark over the valid
-trades' event times, and the sink judges each batch's trades against it (lateness.py).
+The stream has no Spark state: gold itself is the state, and the sink judges each batch's
+trades against the batch's watermark (lateness.py).
 """
 
 from __future__ import annotations
@@ -25,14 +25,6 @@ WINDOW_SUMS_SCHEMA = pa.schema([
     ("window_start", UTC_TIME), ("window_end", UTC_TIME), ("buy_amount", pa.float64()),
     ("sell_amount", pa.float64()), ("settlement_amount", pa.float64()), ("trade_count", pa.int64()),
 ])
-
-
-def with_watermark(parsed: DataFrame, delay: timedelta) -> DataFrame:
-    """silver.parse_trades() output with Spark's watermark on the valid trades' event times, in a
-    `trade_time` column (NULL for a bad record, which Spark's watermark then ignores: a record
-    with a bad price but a far-future time must not move it)."""
-    return (parsed.withColumn("trade_time", F.when(F.col("valid"), F.col("event_time")))
-            .withWatermark("trade_time", format_duration(delay)))
 
 
 def trade_summary(trades: DataFrame, window: timedelta) -> DataFrame:

@@ -1,13 +1,15 @@
 """Which trades were too late for the watermark, derived exactly rather than guessed.
 
-Spark records, for each micro-batch N of the query, the watermark it runs with
-(`batchWatermarkMs`: the largest event time of the valid trades in batches before N, less the
-delay) and the source offsets it ended at, in `<checkpoint>/offsets/N`. A trade of batch N
-is too late when its event time is at or before that watermark (`too_late`, in the sink).
+Each micro-batch N of the query runs with one watermark: the latest event time among the
+trades silver took from the Kafka records before the batch's, less the delay (Spark's rule, over
+the trades that passed every check: a trade quarantined for jumping ahead in time never moves
+it; sinks.MedallionSink.latest_before). A trade of batch N is too late when its event time is
+at or before that watermark (`too_late`, in the sink).
 
-The sink copies it into the `gold/batch_watermarks` ledger (`ledger_rows`): one row per (query,
-batch, topic, partition) with the offset range [start_offset, end_offset) and the watermark.
-`too_late_trades` derives the same from silver and the ledger alone; the tests check the two agree.
+The sink records it in the `gold/batch_watermarks` ledger (`ledger_rows`): one row per (query,
+batch, topic, partition) with the offset range [start_offset, end_offset) it read from Spark's
+offset log, and the watermark. `too_late_trades` derives the same from silver and the ledger
+alone; the tests check the two agree.
 """
 
 from __future__ import annotations
@@ -27,13 +29,12 @@ LATE_CANDIDATE_COLUMNS = ["trade_id", "event_time", "side", "amount", "topic", "
 
 
 def ledger_rows(query_id: str, batch_id: int, read: OffsetLogEntry | None,
-                previous: OffsetLogEntry | None) -> pa.Table:
+                previous: OffsetLogEntry | None, watermark: datetime) -> pa.Table:
     """The ledger rows of one batch: the offset ranges it read (from the previous batch's ends
     to its own) and the watermark it ran with."""
     if read is None:
         return BATCH_WATERMARKS.schema.empty_table()
     starts = previous.ends if previous else {}
-    watermark = datetime.fromtimestamp(read.watermark_ms / 1000, tz=timezone.utc)
     rows = [(tp, starts.get(tp, 0), end) for tp, end in sorted(read.ends.items()) if end > starts.get(tp, 0)]
     return pa.table({
         "query_id": [query_id] * len(rows), "batch_id": [batch_id] * len(rows),

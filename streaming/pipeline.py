@@ -13,7 +13,7 @@ from typing import Callable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from streaming import gold, silver
+from streaming import silver
 from streaming.config import LoadSettings, Settings, format_duration
 from streaming.kafka.datasource import SOURCE_NAME
 from streaming.kafka.options import spark_kafka_options
@@ -33,6 +33,7 @@ def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
         # A new query starts at the earliest retained offset, so trades produced while
         # Spark was starting are not missed. A restart resumes from its checkpoint instead.
         .option("startingOffsets", "earliest")
+        .option("failOnDataLoss", str(settings.fail_on_data_loss).lower())
     )
     reader = reader.options(**spark_kafka_options(settings.kafka_client_config()))
     if settings.replay_from is not None:
@@ -51,17 +52,16 @@ def with_trigger(writer, settings: Settings | LoadSettings):
     return writer.trigger(processingTime=format_duration(settings.trigger))
 
 
-def start_medallion_query(spark: SparkSession, settings: Settings, lake: Lake) -> StreamingQuery:
+def start_medallion_query(spark: SparkSession, settings: Settings, sink: MedallionSink) -> StreamingQuery:
     """The one query: Kafka is read and parsed once, and each micro-batch feeds every table."""
-    checkpoint = Checkpoints(settings.checkpoint_dir).query(MEDALLION_QUERY)
     # The sink splits on `reason` and stamps `ingested_at`: a current_timestamp() here would be a new
     # literal in every micro-batch, and Spark would compile the whole parse again each time.
-    parsed = gold.with_watermark(silver.parse_trades(read_kafka(spark, settings)), settings.watermark).drop("valid")
+    parsed = silver.parse_trades(read_kafka(spark, settings)).drop("valid")
     writer = (
         parsed.writeStream.queryName(MEDALLION_QUERY)
         .outputMode("append")
-        .option("checkpointLocation", str(checkpoint.path))
-        .foreachBatch(MedallionSink(settings, lake, checkpoint))
+        .option("checkpointLocation", str(sink.checkpoint.path))
+        .foreachBatch(sink)
     )
     return with_trigger(writer, settings).start()
 
@@ -83,6 +83,7 @@ class QueryStatus:
     processed_offsets: dict[str, int] = field(default_factory=dict)
     restarts: int = 0  # times restarted from its checkpoint after a failure
     last_restart_error: str | None = None  # the short cause of the last failure it was restarted after
+    data_loss: str | None = None  # the last time Kafka no longer held offsets it had read (failOnDataLoss=false)
 
 
 def processed_offsets(progress: dict) -> dict[str, int]:
@@ -101,10 +102,12 @@ def processed_offsets(progress: dict) -> dict[str, int]:
     return offsets
 
 
-def query_status(query: StreamingQuery, restarts: int = 0, last_restart_error: str | None = None) -> QueryStatus:
+def query_status(query: StreamingQuery, restarts: int = 0, last_restart_error: str | None = None,
+                 sink: MedallionSink | None = None) -> QueryStatus:
+    """sink: the query's, for the watermark it judged its last batch against and any data loss."""
+    watermark = sink.watermark if sink else None
     progress = query.lastProgress or {}
     exception = query.exception() if not query.isActive else None
-    watermark = (progress.get("eventTime") or {}).get("watermark")
     operators = progress.get("stateOperators", [])
     return QueryStatus(
         name=query.name,
@@ -112,7 +115,7 @@ def query_status(query: StreamingQuery, restarts: int = 0, last_restart_error: s
         error=short_error(exception) if exception else None,  # the cause, not the worker's traceback
         batch_id=progress.get("batchId"),
         last_batch_at=progress.get("timestamp"),
-        watermark=None if watermark in (None, "1970-01-01T00:00:00.000Z") else watermark,
+        watermark=None if watermark is None else watermark.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
         input_rows_per_second=progress.get("inputRowsPerSecond"),
         rows_dropped_by_watermark=sum(op.get("numRowsDroppedByWatermark", 0) for op in operators),
         processed_rows_per_second=progress.get("processedRowsPerSecond"),
@@ -121,20 +124,32 @@ def query_status(query: StreamingQuery, restarts: int = 0, last_restart_error: s
         processed_offsets=processed_offsets(progress),
         restarts=restarts,
         last_restart_error=last_restart_error,
+        data_loss=sink.data_loss if sink else None,
     )
+
+
+# A query that has run this long since its last restart starts counting its restarts afresh.
+HEALTHY_AFTER_S = 300.0
 
 
 @dataclass
 class Restarts:
-    """A query's restarts after failures: how many so far, and when the next may happen
-    (backoff: 1, 2, 4 ... s, at most a minute, so a broker that is down is not hammered)."""
+    """A query's restarts after failures: how many so far, how many in a row (what
+    --max-query-restarts limits), and when the next may happen (backoff: 1, 2, 4 ... s, at most
+    a minute, so a broker that is down is not hammered)."""
 
     count: int = 0
+    in_a_row: int = 0  # since the query last ran HEALTHY_AFTER_S without failing
     last_error: str | None = None
     failed_at: float | None = None  # time.monotonic() when its current failure was first seen
+    restarted_at: float | None = None
 
     def backoff_s(self) -> float:
-        return min(2.0 ** self.count, 60.0)
+        return min(2.0 ** self.in_a_row, 60.0)
+
+    def forget_if_healthy(self, now: float) -> None:
+        if self.in_a_row and self.restarted_at is not None and now - self.restarted_at >= HEALTHY_AFTER_S:
+            self.in_a_row = 0
 
 
 class Pipeline:
@@ -147,6 +162,7 @@ class Pipeline:
         self.checkpoints = Checkpoints(settings.checkpoint_dir)
         self.queries: list[StreamingQuery] = []
         self._starters: dict[str, Callable[[], StreamingQuery]] = {}
+        self.sinks: dict[str, MedallionSink] = {}  # each query's current sink (a restart makes a new one)
         self.restarts: dict[str, Restarts] = {}
 
     def start(self) -> None:
@@ -157,36 +173,49 @@ class Pipeline:
             log.info("replaying from Kafka time %s with fresh checkpoints%s", self.settings.replay_from.isoformat(),
                      f" (the old ones are kept in {moved})" if moved else "")
         self.lake.ensure_all()
-        self._starters = {MEDALLION_QUERY: lambda: start_medallion_query(self.spark, self.settings, self.lake)}
+        self._starters = {MEDALLION_QUERY: self._start_medallion}
         for name, start in self._starters.items():
             self.queries.append(start())
             self.restarts[name] = Restarts()
 
+    def _start_medallion(self) -> StreamingQuery:
+        sink = MedallionSink(self.settings, self.lake, self.checkpoints.query(MEDALLION_QUERY))
+        if MEDALLION_QUERY in self.sinks:  # a restart: what the operator was told stays said
+            sink.data_loss = self.sinks[MEDALLION_QUERY].data_loss
+        self.sinks[MEDALLION_QUERY] = sink
+        return start_medallion_query(self.spark, self.settings, sink)
+
     def status(self) -> list[QueryStatus]:
-        return [query_status(q, self.restarts.get(q.name, Restarts()).count,
-                             self.restarts.get(q.name, Restarts()).last_error) for q in self.queries]
+        return [self._status(q) for q in self.queries]
+
+    def _status(self, query: StreamingQuery) -> QueryStatus:
+        restarts = self.restarts.get(query.name, Restarts())
+        return query_status(query, restarts.count, restarts.last_error, self.sinks.get(query.name))
 
     def restart_failed(self, max_restarts: int) -> list[QueryStatus]:
         """Restart each failed query from its checkpoint once its backoff has passed (a batch it
         had not committed runs again, and lands once). Returns the failed queries that are out
         of restarts: they have failed for good."""
         exhausted = []
+        now = time.monotonic()
         for index, query in enumerate(self.queries):
-            if query.isActive or query.exception() is None:
-                continue
             restarts = self.restarts.setdefault(query.name, Restarts())
-            error = short_error(query.exception())
-            if restarts.count >= max_restarts:
-                exhausted.append(query_status(query, restarts.count, restarts.last_error))
+            if query.isActive or query.exception() is None:
+                restarts.forget_if_healthy(now)
                 continue
-            now = time.monotonic()
+            error = short_error(query.exception())
+            if restarts.in_a_row >= max_restarts:
+                exhausted.append(self._status(query))
+                continue
             if restarts.failed_at is None:
                 restarts.failed_at = now
-                log.error("query '%s' failed: %s; restarting it from its checkpoint in %g s (restart %d of %d)",
-                          query.name, error, restarts.backoff_s(), restarts.count + 1, max_restarts)
+                log.error("query '%s' failed: %s; restarting it from its checkpoint in %g s "
+                          "(restart %d of %d in a row)", query.name, error, restarts.backoff_s(),
+                          restarts.in_a_row + 1, max_restarts)
             if now - restarts.failed_at < restarts.backoff_s():
                 continue
-            restarts.count, restarts.last_error, restarts.failed_at = restarts.count + 1, error, None
+            restarts.count, restarts.in_a_row, restarts.last_error = restarts.count + 1, restarts.in_a_row + 1, error
+            restarts.failed_at, restarts.restarted_at = None, now
             try:
                 self.queries[index] = self._starters[query.name]()
                 log.info("query '%s' restarted from its checkpoint", query.name)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import functools
 import operator
+from datetime import datetime, timedelta
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
@@ -17,6 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from streaming.lake.tables import QUARANTINE, SILVER
+from streaming.lateness import EPOCH
 
 TRADE_FIELDS = ("trade_id", "account_id", "symbol", "side", "quantity", "price", "channel", "event_time")
 SIDES = ("BUY", "SELL")
@@ -160,3 +163,84 @@ def silver_rows(parsed: pa.Table) -> pa.Table:
 
 def quarantine_rows(parsed: pa.Table) -> pa.Table:
     return parsed.filter(pc.is_valid(parsed["reason"])).select(QUARANTINE.columns).cast(QUARANTINE.schema)
+
+
+# -- event-time sanity: a trade far ahead of everything seen is quarantined (Arrow) -------------
+_NO_TIME = np.iinfo(np.int64).min
+_LAST_TIME = np.iinfo(np.int64).max
+
+
+def _micros(moment: datetime | None) -> int:
+    return _NO_TIME if moment is None else (moment - EPOCH) // timedelta(microseconds=1)
+
+
+def _moment(micros: int) -> str:
+    return (EPOCH + timedelta(microseconds=int(micros))).isoformat().replace("+00:00", "Z")
+
+
+def time_jump_reasons(trades: pa.Table, latest_seen: datetime | None, max_jump: timedelta) -> pa.Array:
+    """Per trade: why its event time is implausibly far ahead, or null.
+
+    A trade jumps when its event time is more than `max_jump` past both the latest event time
+    seen before it and its own Kafka timestamp. Seen before it: `latest_seen` (the trades of
+    earlier micro-batches), then the trades before it in its Kafka partition that did not jump
+    themselves. With nothing seen yet, the Kafka timestamp alone is the reference; with it, a
+    feed that resumes after a quiet weekend is not mistaken for a jump.
+    trades: event_time, kafka_timestamp, partition, offset (at microsecond precision)."""
+    n = trades.num_rows
+    reasons: list[str | None] = [None] * n
+    if n == 0:
+        return pa.array(reasons, pa.string())
+    jump = max_jump // timedelta(microseconds=1)
+    event = pc.cast(trades["event_time"], pa.int64()).to_numpy(zero_copy_only=False)
+    sent = pc.fill_null(pc.cast(trades["kafka_timestamp"], pa.int64()), _NO_TIME).to_numpy(zero_copy_only=False)
+    latest = _micros(latest_seen)
+
+    def bound(reference):  # reference + jump, short of overflowing; with no reference at all, no bound
+        return np.where(reference == _NO_TIME, _LAST_TIME, np.minimum(reference, _LAST_TIME - jump) + jump)
+
+    # Only a trade past the batch's own reference can jump: the rest never needs the sequential pass.
+    if not (event > bound(np.maximum(latest, sent))).any():
+        return pa.array(reasons, pa.string())
+    partitions = trades["partition"].to_numpy(zero_copy_only=False)
+    offsets = trades["offset"].to_numpy(zero_copy_only=False)
+    for partition in np.unique(partitions[event > bound(np.maximum(latest, sent))]):
+        rows = np.flatnonzero(partitions == partition)
+        running = latest
+        for i in rows[np.argsort(offsets[rows], kind="stable")]:
+            reference = max(running, int(sent[i]))
+            if event[i] > int(bound(reference)):
+                seen = _moment(running) if running != _NO_TIME else "none yet"
+                reasons[i] = (f"event_time {_moment(event[i])} is more than {max_jump} ahead of the latest event "
+                              f"time seen ({seen}) and of its Kafka timestamp "
+                              f"({_moment(sent[i]) if sent[i] != _NO_TIME else 'none'}): a clock error? "
+                              "(--max-event-time-jump)")
+            else:
+                running = max(running, int(event[i]))
+    return pa.array(reasons, pa.string())
+
+
+def with_reasons(records: pa.Table, rejected: pa.Table, reasons: pa.Array) -> pa.Table:
+    """parse_trades() rows with `reasons` set on the records of `rejected` (matched by Kafka
+    record), which then go to quarantine instead of silver."""
+    if rejected.num_rows == 0:
+        return records
+
+    def record_key(rows):
+        return pc.binary_join_element_wise(rows["topic"], pc.cast(rows["partition"], pa.string()),
+                                           pc.cast(rows["offset"], pa.string()), "\x00")
+
+    position = pc.index_in(record_key(records), value_set=record_key(rejected).combine_chunks())
+    new_reason = pc.take(reasons, position)
+    return records.set_column(records.schema.get_field_index("reason"), "reason",
+                              pc.coalesce(records["reason"], new_reason))
+
+
+def split_time_jumps(new: pa.Table, latest_seen: datetime | None,
+                     max_jump: timedelta) -> tuple[pa.Table, pa.Table, pa.Array]:
+    """Trades new to silver -> (those that stay, those that jump, the jumpers' reasons)."""
+    reasons = time_jump_reasons(new, latest_seen, max_jump)
+    jumped = pc.is_valid(reasons)
+    if not pc.any(jumped).as_py():
+        return new, new.slice(0, 0), reasons.slice(0, 0)
+    return new.filter(pc.invert(jumped)), new.filter(jumped), reasons.filter(jumped)

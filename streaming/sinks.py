@@ -30,8 +30,8 @@ from streaming import bronze, silver
 from streaming.config import Settings
 from streaming.corrections import find_corrections
 from streaming.gold import MEASURES, merge_window_sums, window_starts, window_sums
-from streaming.lake.checkpoints import QueryCheckpoint
-from streaming.lake.store import Batch, Lake, in_time_range, quote, sql_literal
+from streaming.lake.checkpoints import OffsetLogEntry, QueryCheckpoint
+from streaming.lake.store import Batch, Lake, before_offsets, in_time_range, quote, sql_literal
 from streaming.lake.tables import (
     BATCH_WATERMARKS,
     CORRECTIONS,
@@ -43,9 +43,17 @@ from streaming.lake.tables import (
     Table,
     Write,
 )
-from streaming.lateness import LATE_CANDIDATE_COLUMNS, judged_watermark, late_trade_rows, ledger_rows, too_late
+from streaming.lateness import (
+    EPOCH,
+    LATE_CANDIDATE_COLUMNS,
+    judged_watermark,
+    late_trade_rows,
+    ledger_rows,
+    too_late,
+)
 from streaming.replay import recount
-from streaming.task_writes import LATE, SUMS, BatchPlan, ShareWriter, TaskResults
+from streaming.rows import one_per_key
+from streaming.task_writes import LATE, SUMS, BatchPlan, ShareWriter, TaskResults, new_to_silver, silver_matches
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +112,11 @@ class MedallionSink:
         # (topic, partition) -> an offset from which bronze is known to hold no record yet
         self.bronze_free_from: dict[tuple[str, int], int] = {}
         self.last_done = -2  # the last batch this sink has written
+        # The latest event time among silver's trades from the records before batch `latest_for`.
+        self.latest: datetime | None = None
+        self.latest_for: int | None = None
+        self.watermark: datetime | None = None  # the last batch's (None before the first is set)
+        self.data_loss: str | None = None  # the last time Kafka's offsets went back, said for the operator
 
     @functools.cached_property
     def query_id(self) -> str:
@@ -115,17 +128,50 @@ class MedallionSink:
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         # The stream's jobs go first, before a reconciliation's (fairscheduler.xml).
         batch.sparkSession.sparkContext.setLocalProperty("spark.scheduler.pool", "stream")
-        ledger = ledger_rows(self.query_id, batch_id, self.checkpoint.offset_log(batch_id),
-                             self.checkpoint.offset_log(batch_id - 1))
+        read, previous = self.checkpoint.offset_log(batch_id), self.checkpoint.offset_log(batch_id - 1)
+        self.note_rewinds(read, previous)
+        latest = self.latest_before(batch_id, previous)
+        watermark = EPOCH if latest is None else max(EPOCH, latest - self.settings.watermark)
+        ledger = ledger_rows(self.query_id, batch_id, read, previous, watermark)
         if ledger.num_rows == 0:
-            return  # no record read
-        if self.read_before(ledger, batch_id):
-            self.write_on_driver(batch.toArrow(), batch_id, ledger)
+            batch_latest = None  # no record read
+        elif self.read_before(ledger, batch_id):
+            batch_latest = self.write_on_driver(batch.toArrow(), batch_id, ledger, latest)
         else:
-            self.write_in_tasks(batch, batch_id, ledger)
+            batch_latest = self.write_in_tasks(batch, batch_id, ledger, latest)
             self.bronze_free_from.update(zip(zip(ledger["topic"].to_pylist(), ledger["partition"].to_pylist()),
                                              ledger["end_offset"].to_pylist()))
-        self.last_done = batch_id
+        self.latest = max((t for t in (latest, batch_latest) if t is not None), default=None)
+        self.latest_for, self.last_done = batch_id + 1, batch_id
+        self.watermark = watermark if watermark > EPOCH else self.watermark
+
+    def note_rewinds(self, read: OffsetLogEntry | None, previous: OffsetLogEntry | None) -> None:
+        """A batch that ends a partition before the batch before it did: the source found the
+        broker's log shorter than what the query had read, and (failOnDataLoss=false) reads on
+        from where it ends now, so the records that take those offsets again are read."""
+        if read is None or previous is None:
+            return
+        for (topic, partition), end in sorted(read.ends.items()):
+            before = previous.ends.get((topic, partition), end)
+            if end < before:
+                self.data_loss = (f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S} UTC: Kafka partition "
+                                  f"{topic}/{partition} went back from offset {before} to {end} (the broker lost "
+                                  f"its tail, or the topic was recreated); reading on from {end}. Records the "
+                                  "broker lost before they were read are gone; those read before are in bronze.")
+                log.warning("%s", self.data_loss)
+
+    def latest_before(self, batch_id: int, previous: OffsetLogEntry | None) -> datetime | None:
+        """The latest event time among silver's trades from the Kafka records before this batch's
+        (the previous batch's ends), in every partition: Spark's watermark rule (the largest event
+        time seen, less the delay) over the trades silver took, so a trade quarantined for a jump
+        in time never moves it. Known from the batch before; asked of silver after a restart."""
+        if self.latest_for == batch_id:
+            return self.latest
+        if previous is None or not previous.ends:
+            return None
+        found = self.lake.query(SILVER, f"SELECT max({quote('event_time')}) AS latest FROM t "
+                                        f"WHERE {before_offsets(previous.ends)}")
+        return found["latest"][0].as_py() if found is not None and found.num_rows else None
 
     def read_before(self, ledger: pa.Table, batch_id: int) -> bool:
         """Whether any of the batch's records may have been read before: by this batch, before a
@@ -151,11 +197,13 @@ class MedallionSink:
         return False
 
     # -- records read for the first time: the tasks write, the driver commits ----------------------
-    def write_in_tasks(self, batch: DataFrame, batch_id: int, ledger: pa.Table) -> None:
+    def write_in_tasks(self, batch: DataFrame, batch_id: int, ledger: pa.Table,
+                       latest: datetime | None) -> datetime | None:
+        """Returns the latest event time among the trades silver took from the batch."""
         this = self.batch(batch_id)
         silver_now = self.lake.open(SILVER)
         plan = BatchPlan(self.lake.root, silver_now.version(), judged_watermark(ledger), self.settings.window,
-                         datetime.now(timezone.utc))
+                         datetime.now(timezone.utc), latest, self.settings.max_event_time_jump)
         results = TaskResults(batch.mapInArrow(ShareWriter(plan), ShareWriter.SCHEMA).toArrow())
         if results.same_trade_kept_twice():
             # Two tasks each kept a first copy of one trade (sent with two keys, so into two Kafka
@@ -164,24 +212,33 @@ class MedallionSink:
             log.info("batch %d: a trade_id in two Kafka partitions; silver takes the batch through a MERGE", batch_id)
             self.lake.commit_files(bronze.BRONZE, results.files(bronze.BRONZE), this)
             self.lake.commit_files(QUARANTINE, results.files(QUARANTINE), this)
-            self.write_on_driver(batch.toArrow(), batch_id, ledger)
-            return
+            return self.write_on_driver(batch.toArrow(), batch_id, ledger, latest)
         # Any of the three may land first: a batch run again after a crash in between finds one
         # committed (read_before) and goes through the driver, which completes the others.
         self.lake.at_once(*(functools.partial(self.lake.commit_files, table, results.files(table), this)
                             for table in (bronze.BRONZE, SILVER, QUARANTINE)))
         with self.lake.writing(*GOLD_WRITES):
             self.lake.at_once(lambda: self.record_late(results.table(LATE), ledger, batch_id),
-                              lambda: self.update_gold(merge_window_sums(results.tables(SUMS)), batch_id, Write.ADD),
+                              lambda: self.update_gold(merge_window_sums(results.tables(SUMS)), ledger, batch_id,
+                                                       Write.ADD),
                               lambda: self.lake.publish(BATCH_WATERMARKS, ledger, this))
+        return results.latest_event_time()
 
     # -- records read again, or a batch run again: the driver writes through MERGEs ----------------
-    def write_on_driver(self, rows: pa.Table, batch_id: int, ledger: pa.Table) -> None:
+    def write_on_driver(self, rows: pa.Table, batch_id: int, ledger: pa.Table,
+                        latest: datetime | None) -> datetime | None:
+        """Returns the latest event time among silver's trades from the batch's records."""
         if rows.num_rows == 0:
-            return
+            return None
         ingested_at = pa.scalar(datetime.now(timezone.utc), UTC_TIME)
         rows = rows.append_column("ingested_at", pa.repeat(ingested_at, rows.num_rows))
         trades = silver.silver_rows(rows)
+        first_copies = one_per_key(trades, ["trade_id"], keep="first")
+        new = new_to_silver(first_copies, silver_matches(self.lake, first_copies))
+        _, jumped, reasons = silver.split_time_jumps(new, latest, self.settings.max_event_time_jump)
+        if jumped.num_rows:
+            rows = silver.with_reasons(rows, jumped, reasons)
+            trades = silver.silver_rows(rows)
         this = self.batch(batch_id)
         # Records read again may have a new event time (a parser fixed since): they are matched
         # on trade_id over all of silver, not only among the batch's event times.
@@ -190,11 +247,13 @@ class MedallionSink:
         self.lake.publish(bronze.BRONZE, bronze.bronze_rows(rows), this)
         self.lake.publish(SILVER, trades, this, narrow=not read_again)
         self.lake.publish(QUARANTINE, silver.quarantine_rows(rows), this)
+        kept = self.kept_by_silver(trades)
         with self.lake.writing(*GOLD_WRITES):
-            self.count_trades(self.kept_by_silver(trades), ledger, batch_id, recount=read_again or run_again)
+            self.count_trades(kept, ledger, batch_id, recount=read_again or run_again)
             # Every batch that read records leaves its offsets and watermark in the ledger, even
             # when all its trades were too late and it changes no window.
             self.lake.publish(BATCH_WATERMARKS, ledger, this)
+        return pc.max(kept["event_time"]).as_py() if kept.num_rows else None
 
     def has_records_in(self, table: Table, ranges: pa.Table) -> bool:
         """Whether the table (keyed by Kafka record) already holds a record from these offset
@@ -221,9 +280,10 @@ class MedallionSink:
         late = too_late(kept, judged_watermark(ledger))
         self.record_late(kept.filter(late), ledger, batch_id)
         if recount:
-            self.update_gold(self.recounted(kept), batch_id, Write.UPSERT)
+            self.update_gold(self.recounted(kept), ledger, batch_id, Write.UPSERT)
         else:
-            self.update_gold(window_sums(kept.filter(pc.invert(late)), self.settings.window), batch_id, Write.ADD)
+            self.update_gold(window_sums(kept.filter(pc.invert(late)), self.settings.window), ledger, batch_id,
+                             Write.ADD)
 
     def record_late(self, late: pa.Table, ledger: pa.Table, batch_id: int) -> None:
         """Too-late trades (LATE_CANDIDATE_COLUMNS) -> gold/late_trades."""
@@ -234,7 +294,7 @@ class MedallionSink:
         self.lake.publish(LATE_TRADES, late_trade_rows(rows, self.settings.window, datetime.now(timezone.utc)),
                           self.batch(batch_id))
 
-    def update_gold(self, sums: pa.Table, batch_id: int, write: Write) -> None:
+    def update_gold(self, sums: pa.Table, ledger: pa.Table, batch_id: int, write: Write) -> None:
         """Window sums -> gold: added to its totals (Write.ADD) or setting them (UPSERT), with a
         correction for each window already past that changes."""
         if sums.num_rows == 0:
@@ -244,7 +304,8 @@ class MedallionSink:
                                                            pc.max(sums["window_start"]).as_py())).to_pandas()
         after = sums.to_pandas() if write is Write.UPSERT else added(current, sums.to_pandas())
         # Corrections before gold: they need the windows as they stood before this batch.
-        self.lake.publish(CORRECTIONS, find_corrections(current, after, self.checkpoint.batch_watermark(batch_id),
+        watermark = judged_watermark(ledger)
+        self.lake.publish(CORRECTIONS, find_corrections(current, after, watermark if watermark > EPOCH else None,
                                                         self.settings.watermark, now, batch_id, self.query_id), this)
         self.lake.publish(GOLD, gold_rows(sums, batch_id, now), this, write=write)
 

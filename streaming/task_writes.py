@@ -6,9 +6,12 @@ it through `mapInArrow`, one task per group of whole Kafka partitions):
 * keeps for silver only the trades silver does not have yet: the first copy of each trade_id in
   the share (arrival order), less those whose (trade_id, event_time) silver holds, read from the
   silver version the driver pinned, among the files whose event times overlap the share's;
-* judges those new trades against the batch's watermark and sends back, rather than rows, what
-  the driver needs for gold: the on-time trades' window sums, the too-late trades, and a hash
-  of each new trade_id, so the driver can tell whether two tasks kept the same trade.
+* sends a new trade whose event time jumps far ahead of all seen (silver.time_jump_reasons) to
+  quarantine instead;
+* judges the new trades against the batch's watermark and sends back, rather than rows, what
+  the driver needs for gold: the on-time trades' window sums, the too-late trades, a hash of
+  each new trade_id (so the driver can tell whether two tasks kept the same trade) and their
+  latest event time (the next batch's watermark).
 
 Every result is one row of RESULT_SCHEMA; payloads are Arrow IPC streams.
 """
@@ -31,7 +34,7 @@ from streaming.lake.tables import QUARANTINE, SILVER, UTC_TIME, Table
 from streaming.lateness import LATE_CANDIDATE_COLUMNS, too_late
 from streaming.rows import one_per_key
 
-FILE, SUMS, LATE, NEW_IDS = "file", "sums", "late", "new_ids"
+FILE, SUMS, LATE, NEW_IDS, LATEST = "file", "sums", "late", "new_ids", "latest"
 RESULT_COLUMNS = pa.schema([("kind", pa.string()), ("table", pa.string()), ("path", pa.string()),
                             ("size", pa.int64()), ("num_rows", pa.int64()), ("stats", pa.string()),
                             ("payload", pa.binary())])
@@ -46,6 +49,8 @@ class BatchPlan:
     watermark: datetime  # the batch's: trades at or before it are too late
     window: timedelta
     ingested_at: datetime
+    latest_seen: datetime | None = None  # the latest event time before the batch (silver.time_jump_reasons)
+    max_event_time_jump: timedelta = timedelta(days=1)
 
 
 def to_ipc(rows: pa.Table) -> bytes:
@@ -73,6 +78,15 @@ def new_to_silver(trades: pa.Table, existing: pa.Table) -> pa.Table:
     return trades.filter(pc.invert(pc.is_in(key(trades), key(existing).combine_chunks())))
 
 
+def silver_matches(lake: Lake, trades: pa.Table, version: int | None = None) -> pa.Table:
+    """Silver's (trade_id, event_time) among the trades' event times (at `version`, else now)."""
+    if trades.num_rows == 0:
+        return pa.table({"trade_id": pa.array([], pa.string()), "event_time": pa.array([], UTC_TIME)})
+    low, high = pc.min_max(trades["event_time"]).values()
+    return lake.read(SILVER, ["trade_id", "event_time"], in_time_range("event_time", low.as_py(), high.as_py()),
+                     version=version)
+
+
 def trade_id_hashes(ids: pa.ChunkedArray) -> pa.Array:
     """A 64-bit hash per trade_id: enough to find the same trade in two tasks' shares."""
     return pa.array(pd.util.hash_array(ids.to_numpy(zero_copy_only=False)), pa.uint64())
@@ -92,16 +106,20 @@ class ShareWriter:
         if rows.num_rows == 0:
             return
         rows = rows.append_column("ingested_at", pa.repeat(pa.scalar(self.plan.ingested_at, UTC_TIME), rows.num_rows))
-        results = [self.write(bronze.BRONZE, bronze.bronze_rows(rows)),
-                   self.write(QUARANTINE, silver.quarantine_rows(rows))]
         trades = one_per_key(silver.silver_rows(rows), ["trade_id"], keep="first")
-        new = new_to_silver(trades, self.silver_matches(trades))
-        results.append(self.write(SILVER, new))
+        new = new_to_silver(trades, silver_matches(self.lake, trades, self.plan.silver_version))
+        new, jumped, reasons = silver.split_time_jumps(new, self.plan.latest_seen, self.plan.max_event_time_jump)
+        rows = silver.with_reasons(rows, jumped, reasons)
+        results = [self.write(bronze.BRONZE, bronze.bronze_rows(rows)),
+                   self.write(QUARANTINE, silver.quarantine_rows(rows)),
+                   self.write(SILVER, new)]
         late = too_late(new, self.plan.watermark)
         results += [
             _result(SUMS, payload=to_ipc(window_sums(new.filter(pc.invert(late)), self.plan.window))),
             _result(LATE, payload=to_ipc(new.filter(late).select(LATE_CANDIDATE_COLUMNS))),
             _result(NEW_IDS, payload=to_ipc(pa.table({"hash": trade_id_hashes(new["trade_id"])}))),
+            _result(LATEST, payload=to_ipc(pa.table({"event_time": pa.array([pc.max(new["event_time"]).as_py()],
+                                                                             UTC_TIME)}))),
         ]
         yield pa.RecordBatch.from_pylist([r for r in results if r is not None], schema=RESULT_COLUMNS)
 
@@ -109,15 +127,6 @@ class ShareWriter:
         if rows.num_rows == 0:
             return None
         return _result(FILE, table.name, write_file(self.lake.location(table), rows.select(table.columns)))
-
-    def silver_matches(self, trades: pa.Table) -> pa.Table:
-        """Silver's (trade_id, event_time) at the pinned version, among the share's event times."""
-        if trades.num_rows == 0:
-            return pa.table({"trade_id": pa.array([], pa.string()), "event_time": pa.array([], UTC_TIME)})
-        low, high = pc.min_max(trades["event_time"]).values()
-        return self.lake.read(SILVER, ["trade_id", "event_time"],
-                              in_time_range("event_time", low.as_py(), high.as_py()),
-                              version=self.plan.silver_version)
 
 
 class TaskResults:
@@ -136,6 +145,11 @@ class TaskResults:
     def table(self, kind: str) -> pa.Table:
         parts = self.tables(kind)
         return pa.concat_tables(parts) if parts else pa.table({})
+
+    def latest_event_time(self) -> datetime | None:
+        """The latest event time among the trades the tasks kept for silver."""
+        times = [t["event_time"] for t in self.tables(LATEST) if t.num_rows]
+        return pc.max(pa.chunked_array([c for t in times for c in t.chunks], UTC_TIME)).as_py() if times else None
 
     def same_trade_kept_twice(self) -> bool:
         hashes = [t["hash"] for t in self.tables(NEW_IDS) if t.num_rows]

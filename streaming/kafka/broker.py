@@ -1,17 +1,24 @@
 """The embedded Kafka broker: noida-db's Kafka service, with its data under <data-dir>/broker.
 
 noida-db keeps data in RAM and snapshots it every few seconds and on a clean `down`, so it
-is always stopped with `down`, never killed.
+is always stopped with `down`, never killed. Each snapshot is a new `kafka.json` put in place of
+the last one, so a hard link keeps the last good one while `down` writes its own.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import socket
 import subprocess
+import time
 from pathlib import Path
 
 log = logging.getLogger(__name__)
+
+SNAPSHOT = "kafka.json"
+PARSE_SNAPSHOTS_UP_TO_BYTES = 64 * 1024 * 1024  # a bigger one is checked by its end only
 
 
 class BrokerError(RuntimeError):
@@ -102,11 +109,51 @@ class EmbeddedBroker:
             raise BrokerError(f"the embedded Kafka broker did not start:\n{detail}")
 
     def stop(self) -> None:
-        """Stop cleanly so the last writes are snapshotted to disk."""
+        """Stop cleanly so the last writes are snapshotted to disk, and check that they were.
+        Raises BrokerError, saying what is kept and what to do, when the save failed."""
+        snapshot, kept = self.data_dir / SNAPSHOT, self.data_dir / (SNAPSHOT + ".before-stop")
+        if snapshot.exists():
+            kept.unlink(missing_ok=True)
+            os.link(snapshot, kept)
+        began = time.time()
         try:
             result = self._run("down", timeout=60)
         except subprocess.TimeoutExpired:
-            log.error("the embedded broker did not stop within 60 s; its data dir is %s", self.data_dir)
+            raise BrokerError(f"the embedded broker did not stop within 60 s; its data dir is {self.data_dir}") \
+                from None
+        problem = None if result.returncode == 0 else _clean_output(result.stdout + result.stderr)
+        problem = problem or snapshot_problem(snapshot, began)
+        if problem is None:
+            kept.unlink(missing_ok=True)
             return
-        if result.returncode != 0:
-            log.warning("stopping the embedded broker: %s", _clean_output(result.stdout + result.stderr))
+        if kept.exists():
+            if snapshot.exists() and os.path.samefile(kept, snapshot):
+                kept.unlink()  # nothing replaced it
+            else:
+                os.replace(kept, snapshot)  # the broker starts again from the last good snapshot
+            saved_at = time.strftime("%H:%M:%S", time.gmtime(snapshot.stat().st_mtime))
+            outcome = (f"its last good snapshot (saved at {saved_at} UTC) is kept, so the records acknowledged "
+                       "after it are lost")
+        else:
+            outcome = "no earlier snapshot exists, so its records are lost"
+        raise BrokerError(f"the embedded broker could not save its data in {self.data_dir} ({problem}): {outcome}. "
+                          f"Free space there (df -h {self.data_dir}) before starting again; the pipeline reads on "
+                          "from what the broker holds (docs/operations.md#when-kafka-loses-records).")
+
+
+def snapshot_problem(snapshot: Path, written_after: float) -> str | None:
+    """Why the snapshot `down` should just have written is not a whole one, or None."""
+    try:
+        stat = snapshot.stat()
+        if stat.st_mtime < written_after - 1:
+            return "no new snapshot was written"
+        if stat.st_size <= PARSE_SNAPSHOTS_UP_TO_BYTES:
+            json.loads(snapshot.read_bytes())
+            return None
+        with snapshot.open("rb") as file:
+            file.seek(-64, os.SEEK_END)
+            return None if file.read().rstrip().endswith(b"}") else "the snapshot is cut short"
+    except FileNotFoundError:
+        return "no snapshot was written"
+    except (OSError, ValueError) as exc:
+        return f"the snapshot is unreadable: {exc}"

@@ -12,6 +12,10 @@ Reading:
     startingTimestamp         milliseconds since the epoch; wins over startingOffsets
     maxOffsetsPerTrigger      records per micro-batch, spread over partitions
     kafkaConsumer.pollTimeoutMs  how long to wait for Kafka before failing (default 120000)
+    failOnDataLoss            "true" (default) | "false": whether a query fails when offsets it expects
+                              are gone (the broker lost its tail, retention removed unread records,
+                              the topic was recreated); with false it logs the loss and reads on from
+                              what the broker holds (reader.data_losses)
     maxTasks                  at most this many tasks per micro-batch, and one per 20,000 records,
                               partitions grouped by size (ours, not Spark's: a Python task has a fixed
                               cost; default: one task per partition)
@@ -66,6 +70,7 @@ class SourceOptions:
     max_offsets_per_trigger: int | None = None
     read_timeout_ms: int = DEFAULT_READ_TIMEOUT_MS
     max_tasks: int | None = None
+    fail_on_data_loss: bool = True
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> "SourceOptions":
@@ -89,6 +94,9 @@ class SourceOptions:
             raise KafkaSourceError("maxOffsetsPerTrigger must be positive")
         if max_tasks_value is not None and max_tasks_value <= 0:
             raise KafkaSourceError("maxTasks must be positive")
+        fail_on_data_loss = lower.get("failondataloss", "true").strip().lower()
+        if fail_on_data_loss not in ("true", "false"):
+            raise KafkaSourceError(f"failOnDataLoss must be 'true' or 'false', got {fail_on_data_loss!r}")
         return cls(
             client=client,
             topics=topics,
@@ -97,6 +105,7 @@ class SourceOptions:
             max_offsets_per_trigger=max_offsets_value,
             read_timeout_ms=timeout,
             max_tasks=max_tasks_value,
+            fail_on_data_loss=fail_on_data_loss == "true",
         )
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import time
+from dataclasses import dataclass
 from typing import Iterator, Mapping
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
@@ -82,6 +83,41 @@ def cap_offsets(
         shares[tp] += extra
         left -= extra
     return {tp: start.get(tp, high) + shares[tp] for tp, high in latest.items()}
+
+
+@dataclass(frozen=True)
+class DataLoss:
+    """Offsets of one partition the query expected to read that the broker no longer has."""
+
+    topic: str
+    partition: int
+    expected: int  # the next offset the checkpoint says to read
+    low: int  # the broker's earliest offset
+    high: int  # the broker's end offset
+
+    def __str__(self) -> str:
+        where = f"Kafka partition {self.topic}/{self.partition}"
+        if self.high < self.expected:
+            return (f"{where} ends at offset {self.high}, but the query has read up to {self.expected}: offsets "
+                    f"{self.high} to {self.expected - 1} are gone from the broker (it lost its tail in a crash, "
+                    "or the topic was recreated), and new records will take them again")
+        return (f"{where} starts at offset {self.low}, but the query has read only up to {self.expected}: "
+                f"offsets {self.expected} to {self.low - 1} were removed (retention) before they were read")
+
+
+def data_losses(expected: Mapping[tuple[str, int], int],
+                marks: Mapping[tuple[str, int], tuple[int, int]]) -> list[DataLoss]:
+    """Partitions whose (low, high) offsets no longer hold the offset the query reads next."""
+    return [DataLoss(topic, partition, offset, *marks[(topic, partition)])
+            for (topic, partition), offset in sorted(expected.items())
+            if (topic, partition) in marks
+            and (marks[(topic, partition)][1] < offset or marks[(topic, partition)][0] > offset)]
+
+
+DATA_LOSS_ADVICE = ("Records the query read before are in bronze. To read on from what the broker holds "
+                    "(records that now reuse those offsets included), run with --fail-on-data-loss false "
+                    "(format(\"pykafka\") option failOnDataLoss=false); to read the topic again from a time, "
+                    "--replay-from.")
 
 
 class KafkaPartitionRange(InputPartition):
@@ -213,18 +249,33 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict | None = None, limit=None) -> dict:
         """Spark < 4.2 calls latestOffset(); 4.2+ calls latestOffset(start, limit)."""
+        begin = flatten(start) if start else {}
+        marks = self._watermarks(self._topic_partitions()) if begin or self._available_now_target is None else {}
         if self._available_now_target is not None:
             latest = dict(self._available_now_target)
         else:
-            tps = self._topic_partitions()
-            latest = {tp: hi for tp, (_, hi) in self._watermarks(tps).items()}
-        begin = flatten(start) if start else {}
-        # Never go backwards: a partition missing from metadata for a moment keeps its offset.
+            latest = {tp: hi for tp, (_, hi) in marks.items()}
+        rewound = self._data_loss(begin, marks)
+        # Never go backwards (a partition missing from metadata for a moment keeps its offset),
+        # except to where a broker that lost its tail ends now (failOnDataLoss=false).
         for tp, offset in begin.items():
-            latest[tp] = max(latest.get(tp, offset), offset)
+            latest[tp] = rewound[tp] if tp in rewound else max(latest.get(tp, offset), offset)
         if ReadMaxRows is not None and isinstance(limit, ReadMaxRows) and begin:
-            latest = cap_offsets({tp: begin.get(tp, 0) for tp in latest}, latest, limit.max_rows)
+            latest = cap_offsets({tp: {**begin, **rewound}.get(tp, 0) for tp in latest}, latest, limit.max_rows)
         return nest(latest)
+
+    def _data_loss(self, begin: dict[tuple[str, int], int],
+                   marks: dict[tuple[str, int], tuple[int, int]]) -> dict[tuple[str, int], int]:
+        """Fail on offsets the broker no longer has (failOnDataLoss, as Spark's Kafka source), or
+        log them and return where each partition whose tail was lost reads on from."""
+        losses = data_losses(begin, marks)
+        if not losses:
+            return {}
+        if self.options.fail_on_data_loss:
+            raise KafkaSourceError("; ".join(map(str, losses)) + ". " + DATA_LOSS_ADVICE)
+        for loss in losses:
+            log.warning("%s; reading on from what the broker holds (failOnDataLoss=false)", loss)
+        return {(loss.topic, loss.partition): loss.high for loss in losses if loss.high < loss.expected}
 
     def reportLatestOffset(self):
         try:
@@ -316,8 +367,12 @@ def read_range(options: SourceOptions, part: KafkaPartitionRange) -> Iterator:
                         # End of log reached: offsets up to `until` that never came were gaps
                         # (compaction, transaction markers).
                         if msg.offset() < part.until_offset:
-                            log.warning("%s/%d ends at offset %d, before the planned %d: the broker lost records",
-                                        part.topic, part.partition, msg.offset(), part.until_offset)
+                            loss = (f"Kafka partition {part.topic}/{part.partition} ends at offset {msg.offset()}, "
+                                    f"before the {part.until_offset} this micro-batch was planned to read up to: "
+                                    "the broker lost records")
+                            if options.fail_on_data_loss:
+                                raise KafkaSourceError(f"{loss}. {DATA_LOSS_ADVICE}")
+                            log.warning("%s (failOnDataLoss=false: reading on)", loss)
                         next_offset = part.until_offset
                         break
                     raise KafkaSourceError(f"reading {part.topic}/{part.partition}: {error.str()}")

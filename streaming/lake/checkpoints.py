@@ -1,9 +1,9 @@
 """Spark's checkpoint directory: the one module that reads or writes it.
 
 Per query, Spark keeps `metadata` (the query id, for the checkpoint's life), `offsets/N` (what
-batch N read, and the watermark it ran with: `batchWatermarkMs`) and `commits/N` (batch N is
-done). Beside the queries' checkpoints we keep `replay.json`, the time a --replay-from started
-these checkpoints at, and a replay moves the old ones aside (never deletes them).
+batch N read) and `commits/N` (batch N is done). Beside the queries' checkpoints we keep
+`replay.json`, the time a --replay-from started these checkpoints at, and a replay moves the
+old ones aside (never deletes them).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ REPLAY_FILE = "replay.json"
 
 @dataclass(frozen=True)
 class OffsetLogEntry:
-    watermark_ms: int  # the watermark batch N ran with (0 before the first is set)
     ends: dict[tuple[str, int], int]  # (topic, partition) -> the offset batch N read up to
 
 
@@ -43,22 +42,14 @@ class QueryCheckpoint:
         return json.loads((self.path / "metadata").read_text().splitlines()[0])["id"]
 
     def offset_log(self, batch_id: int) -> OffsetLogEntry | None:
-        """What batch `batch_id` read and its watermark, or None if Spark has not planned it."""
+        """What batch `batch_id` read, or None if Spark has not planned it."""
         path = self.path / "offsets" / str(batch_id)
         if batch_id < 0 or not path.exists():
             return None
         lines = path.read_text().splitlines()
-        metadata = json.loads(lines[1])
         offsets = json.loads(lines[2]) if len(lines) > 2 and lines[2].strip() else {}
         ends = {(topic, int(p)): int(o) for topic, parts in offsets.items() for p, o in parts.items()}
-        return OffsetLogEntry(int(metadata.get("batchWatermarkMs", 0)), ends)
-
-    def batch_watermark(self, batch_id: int) -> datetime | None:
-        """The watermark this batch ran with (None before the first one is set)."""
-        entry = self.offset_log(batch_id)
-        if entry is None or entry.watermark_ms <= 0:
-            return None
-        return datetime.fromtimestamp(entry.watermark_ms / 1000, tz=timezone.utc)
+        return OffsetLogEntry(ends)
 
     def committed_offsets(self) -> dict[tuple[str, int], int]:
         """End offsets of the last committed batch: everything before them is fully written."""

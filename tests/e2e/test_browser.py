@@ -6,6 +6,7 @@ Chromium comes from tests/install-browser.sh (part of the README's test command)
 import os
 import re
 import shutil
+from datetime import datetime, timezone
 
 import pytest
 
@@ -18,7 +19,8 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # The flags this machine needs: no sandbox as root, and no background calls to the closed network.
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--no-first-run", "--disable-sync", "--disable-quic"]
-DAY = "2030-01-02T"  # later than the simulator's days, so these windows are the latest day on the page
+# Today: within a day of the records' Kafka time, so no trade is quarantined as a jump in time.
+DAY = datetime.now(timezone.utc).strftime("%Y-%m-%dT")
 
 # Skipped on a developer's machine without Chromium; in CI (which installs it) a missing browser fails.
 pytestmark = pytest.mark.skipif(shutil.which("chromium") is None and not os.environ.get("CI"),
@@ -114,7 +116,7 @@ def test_a_late_trade_sent_to_kafka_shows_up_as_a_correction_and_a_too_late_one_
     quiet_app.writer.send(trade("c1", "BUY", 1, 100.0, DAY + "10:16:00Z"),
                           trade("c2", "BUY", 1, 5.0, DAY + "10:40:00Z"))
     # Event time reached 10:40, so the watermark is 10:10 and the 10:15 window is past.
-    wait_for_text(page, "#status-line", "Watermark 2030-01-02 10:10", timeout=90_000)
+    wait_for_text(page, "#status-line", "Watermark " + DAY[:10] + " 10:10", timeout=90_000)
     quiet_app.writer.send(trade("c3-late", "BUY", 1, 30.0, DAY + "10:20:00Z"),
                           trade("c4-too-late", "SELL", 1, 7.0, DAY + "09:05:00Z"))
     wait_for_text(page, "#corrections-feed", "$130.00", timeout=90_000)
@@ -178,11 +180,11 @@ def test_the_shown_days_windows_download_as_csv(quiet_app, page):
              what="the 11:00 window on the chart")
     with page.expect_download() as download:
         page.click("#export-windows")
-    assert download.value.suggested_filename == "trade-summary-2030-01-02-windows.csv"
+    assert download.value.suggested_filename == f"trade-summary-{DAY[:10]}-windows.csv"
     text = open(download.value.path(), encoding="utf-8").read()
     header, *rows = text.splitlines()
     assert header.startswith("window_start,window_end,buy,sell,settlement,trade_count")
-    assert any(row.startswith("2030-01-02T11:00:00") and row.split(",")[2] == "42" for row in rows), text
+    assert any(row.startswith(DAY + "11:00:00") and row.split(",")[2] == "42" for row in rows), text
     assert page.console_errors == []
 
 

@@ -62,3 +62,22 @@ def test_an_unreachable_broker_gives_a_clear_error():
     }))
     with pytest.raises(KafkaSourceError, match="cannot reach Kafka at 127.0.0.1"):
         reader.initialOffset()
+
+
+def test_offsets_the_broker_no_longer_has_are_data_loss_and_say_which():
+    from streaming.kafka.reader import data_losses
+
+    marks = {("t", 0): (0, 1159), ("t", 1): (500, 900), ("t", 2): (0, 40)}
+    losses = data_losses({("t", 0): 1161, ("t", 1): 420, ("t", 2): 40}, marks)
+    assert [(loss.partition, loss.expected) for loss in losses] == [(0, 1161), (1, 420)]
+    assert "offsets 1159 to 1160 are gone" in str(losses[0])
+    assert "offsets 420 to 499 were removed (retention)" in str(losses[1])
+    assert data_losses({("t", 3): 7}, marks) == []  # a partition missing from metadata for a moment
+
+
+def test_fail_on_data_loss_is_true_by_default_and_takes_only_true_or_false():
+    base = {"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t"}
+    assert SourceOptions.parse(base).fail_on_data_loss is True
+    assert SourceOptions.parse({**base, "failOnDataLoss": "False"}).fail_on_data_loss is False
+    with pytest.raises(KafkaSourceError, match="failOnDataLoss must be 'true' or 'false'"):
+        SourceOptions.parse({**base, "failOnDataLoss": "sometimes"})

@@ -14,6 +14,7 @@ def test_defaults_match_the_product_contract():
     assert s.producer_enabled and s.dashboard_enabled
     assert (s.host, s.port) == ("127.0.0.1", 8050)
     assert s.window == timedelta(minutes=15) and s.watermark == timedelta(minutes=30)
+    assert s.max_event_time_jump == timedelta(days=1) and s.fail_on_data_loss
     assert (s.data_dir / "gold/trade_summary") == Path("data/gold/trade_summary")
 
 
@@ -23,6 +24,7 @@ def test_every_contract_flag_is_parsed():
         "--no-producer", "--no-dashboard", "--host", "0.0.0.0", "--port", "9000",
         "--window", "5 minutes", "--watermark", "1 hour", "--trigger", "2 seconds",
         "--available-now", "--max-offsets-per-trigger", "500", "--replay-from", "2026-03-02T09:00:00Z",
+        "--max-event-time-jump", "2 hours", "--fail-on-data-loss", "false",
     ])
     assert s.bootstrap_servers == "k1:9092,k2:9093" and not s.embedded_broker
     assert s.data_dir == Path("/tmp/d") and s.topic == "t"
@@ -31,6 +33,7 @@ def test_every_contract_flag_is_parsed():
     assert s.window == timedelta(minutes=5) and s.watermark == timedelta(hours=1)
     assert s.trigger == timedelta(seconds=2) and s.available_now and s.max_offsets_per_trigger == 500
     assert s.replay_from == datetime(2026, 3, 2, 9, tzinfo=timezone.utc)
+    assert s.max_event_time_jump == timedelta(hours=2) and not s.fail_on_data_loss
 
 
 def test_environment_mirrors_flags_and_flags_win():
@@ -50,6 +53,8 @@ def test_environment_mirrors_flags_and_flags_win():
     (["--max-offsets-per-trigger", "-1"], "positive"),
     (["--late-share", "2"], "between 0 and 1"),
     (["--no-such-flag"], "unrecognized"),
+    (["--fail-on-data-loss", "maybe"], "true or false"),
+    (["--max-event-time-jump", "soon"], "--max-event-time-jump"),
     (["--conf", "spark.driver.memory"], "KEY=VALUE"),
     (["--conf", "driver.memory=2g"], "not a Spark setting"),
 ])
