@@ -209,6 +209,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="whether the pipeline stops when Kafka no longer holds offsets it expects (a broker "
                              "that lost its tail, retention, a recreated topic); with false it logs the loss and "
                              "reads on from what the broker holds (default: true, as Spark's failOnDataLoss)")
+    stream.add_argument("--kafka-retry-timeout", type=_argtype(parse_duration), default=Settings.kafka_retry_timeout,
+                        metavar="DURATION",
+                        help="how long the pipeline keeps trying to reach an unreachable Kafka, with no micro-batch "
+                             "meanwhile, before the query fails and is restarted (--max-query-restarts) "
+                             "(default: '2 minutes')")
     stream.add_argument("--available-now", action="store_true",
                         help="process everything already in Kafka, then exit 0 (catch-up / cron use)")
     stream.add_argument("--max-offsets-per-trigger", type=_positive_int, metavar="N",
@@ -313,6 +318,7 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None
         watermark=ns.watermark,
         max_event_time_jump=ns.max_event_time_jump,
         fail_on_data_loss=ns.fail_on_data_loss,
+        kafka_retry_timeout=ns.kafka_retry_timeout,
         trigger=ns.trigger,
         available_now=ns.available_now,
         max_offsets_per_trigger=ns.max_offsets_per_trigger,
@@ -386,6 +392,11 @@ def build_load_parser() -> argparse.ArgumentParser:
                         help="whether the pipeline stops when Kafka no longer holds offsets it expects (a broker "
                              "that lost its tail, retention, a recreated topic); with false it logs the loss and "
                              "reads on from what the broker holds (default: true, as Spark's failOnDataLoss)")
+    stream.add_argument("--kafka-retry-timeout", type=_argtype(parse_duration), default=Settings.kafka_retry_timeout,
+                        metavar="DURATION",
+                        help="how long the pipeline keeps trying to reach an unreachable Kafka, with no micro-batch "
+                             "meanwhile, before the query fails and is restarted (--max-query-restarts) "
+                             "(default: '2 minutes')")
     stream.add_argument("--available-now", action="store_true",
                         help="load the files there now, then exit 0 (catch-up / cron use)")
     return parser

@@ -148,6 +148,8 @@ class Settings(KafkaTarget):
     max_event_time_jump: timedelta = timedelta(days=1)
     # Spark's failOnDataLoss: fail when Kafka no longer holds offsets the checkpoint expects.
     fail_on_data_loss: bool = True
+    # How long the pipeline keeps trying to reach an unreachable Kafka before a query fails.
+    kafka_retry_timeout: timedelta = timedelta(minutes=2)
 
     @property
     def checkpoint_dir(self) -> Path:

@@ -34,6 +34,7 @@ def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
         # Spark was starting are not missed. A restart resumes from its checkpoint instead.
         .option("startingOffsets", "earliest")
         .option("failOnDataLoss", str(settings.fail_on_data_loss).lower())
+        .option("fetchOffset.retryTimeoutMs", str(int(settings.kafka_retry_timeout.total_seconds() * 1000)))
     )
     reader = reader.options(**spark_kafka_options(settings.kafka_client_config()))
     if settings.replay_from is not None:
@@ -104,7 +105,7 @@ def processed_offsets(progress: dict) -> dict[str, int]:
 
 def query_status(query: StreamingQuery, restarts: int = 0, last_restart_error: str | None = None,
                  sink: MedallionSink | None = None) -> QueryStatus:
-    """sink: the query's, for the watermark it judged its last batch against and any data loss."""
+    """sink: the query's, for the watermark now in effect (from every batch done) and any data loss."""
     watermark = sink.watermark if sink else None
     progress = query.lastProgress or {}
     exception = query.exception() if not query.isActive else None

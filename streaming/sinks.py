@@ -115,7 +115,7 @@ class MedallionSink:
         # The latest event time among silver's trades from the records before batch `latest_for`.
         self.latest: datetime | None = None
         self.latest_for: int | None = None
-        self.watermark: datetime | None = None  # the last batch's (None before the first is set)
+        self.watermark: datetime | None = None  # in effect for the next batch (None before the first is set)
         self.data_loss: str | None = None  # the last time Kafka's offsets went back, said for the operator
 
     @functools.cached_property
@@ -143,7 +143,8 @@ class MedallionSink:
                                              ledger["end_offset"].to_pylist()))
         self.latest = max((t for t in (latest, batch_latest) if t is not None), default=None)
         self.latest_for, self.last_done = batch_id + 1, batch_id
-        self.watermark = watermark if watermark > EPOCH else self.watermark
+        if self.latest is not None and self.latest - self.settings.watermark > EPOCH:
+            self.watermark = self.latest - self.settings.watermark
 
     def note_rewinds(self, read: OffsetLogEntry | None, previous: OffsetLogEntry | None) -> None:
         """A batch that ends a partition before the batch before it did: the source found the

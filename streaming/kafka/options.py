@@ -11,7 +11,10 @@ Reading:
                               (-2 = earliest, -1 = latest, as in Spark)
     startingTimestamp         milliseconds since the epoch; wins over startingOffsets
     maxOffsetsPerTrigger      records per micro-batch, spread over partitions
-    kafkaConsumer.pollTimeoutMs  how long to wait for Kafka before failing (default 120000)
+    kafkaConsumer.pollTimeoutMs  how long a task waits for records before failing (default 120000)
+    fetchOffset.retryTimeoutMs   how long the driver keeps trying to reach Kafka for offsets, a try
+                              per trigger with no batch meanwhile, before failing the query (ours;
+                              default 120000)
     failOnDataLoss            "true" (default) | "false": whether a query fails when offsets it expects
                               are gone (the broker lost its tail, retention removed unread records,
                               the topic was recreated); with false it logs the loss and reads on from
@@ -35,6 +38,8 @@ from streaming.kafka.clients import producer_config
 EARLIEST, LATEST = -2, -1
 # A task that sees no record for this long while offsets remain declares the broker gone.
 DEFAULT_READ_TIMEOUT_MS = 120_000
+# The driver rides out a broker this long unreachable before failing the query.
+DEFAULT_RETRY_TIMEOUT_MS = 120_000
 LIBRDKAFKA_DELIVERY_TIMEOUT_MS = 300_000
 # flush() waits for every delivery report; librdkafka reports a failure by its delivery timeout.
 FLUSH_MARGIN_S = 30
@@ -69,6 +74,7 @@ class SourceOptions:
     starting_timestamp: int | None = None
     max_offsets_per_trigger: int | None = None
     read_timeout_ms: int = DEFAULT_READ_TIMEOUT_MS
+    retry_timeout_ms: int = DEFAULT_RETRY_TIMEOUT_MS
     max_tasks: int | None = None
     fail_on_data_loss: bool = True
 
@@ -87,6 +93,7 @@ class SourceOptions:
             max_offsets_value = int(max_offsets) if max_offsets else None
             timestamp_value = int(timestamp) if timestamp else None
             timeout = int(lower.get("kafkaconsumer.polltimeoutms", DEFAULT_READ_TIMEOUT_MS))
+            retry_timeout = int(lower.get("fetchoffset.retrytimeoutms", DEFAULT_RETRY_TIMEOUT_MS))
             max_tasks_value = int(max_tasks) if max_tasks else None
         except ValueError as exc:
             raise KafkaSourceError(f"invalid numeric option: {exc}") from None
@@ -104,6 +111,7 @@ class SourceOptions:
             starting_timestamp=timestamp_value,
             max_offsets_per_trigger=max_offsets_value,
             read_timeout_ms=timeout,
+            retry_timeout_ms=retry_timeout,
             max_tasks=max_tasks_value,
             fail_on_data_loss=fail_on_data_loss == "true",
         )

@@ -164,6 +164,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.options = options
         self._consumer = None
         self._available_now_target: dict[tuple[str, int], int] | None = None
+        self._unreachable_since: float | None = None  # time.monotonic() of the first failed try
 
     # -- broker queries (driver side) ------------------------------------------------------
     @property
@@ -250,7 +251,16 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(self, start: dict | None = None, limit=None) -> dict:
         """Spark < 4.2 calls latestOffset(); 4.2+ calls latestOffset(start, limit)."""
         begin = flatten(start) if start else {}
-        marks = self._watermarks(self._topic_partitions()) if begin or self._available_now_target is None else {}
+        try:
+            marks = self._watermarks(self._topic_partitions()) if begin or self._available_now_target is None else {}
+        except KafkaSourceError as exc:
+            if not begin:
+                raise
+            self._wait_for_kafka(exc)
+            return start  # nothing new this trigger: the next one tries again
+        if self._unreachable_since is not None:
+            log.warning("Kafka reachable again after %.0f s", time.monotonic() - self._unreachable_since)
+            self._unreachable_since = None
         if self._available_now_target is not None:
             latest = dict(self._available_now_target)
         else:
@@ -263,6 +273,17 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if ReadMaxRows is not None and isinstance(limit, ReadMaxRows) and begin:
             latest = cap_offsets({tp: {**begin, **rewound}.get(tp, 0) for tp in latest}, latest, limit.max_rows)
         return nest(latest)
+
+    def _wait_for_kafka(self, error: KafkaSourceError) -> None:
+        """Ride out a broker that cannot be reached (a restart, a leader election, a network blip)
+        for fetchOffset.retryTimeoutMs, one try per trigger, said once; then fail the query."""
+        now = time.monotonic()
+        if self._unreachable_since is None:
+            self._unreachable_since = now
+            log.warning("%s; trying again each trigger for up to %g s", error, self.options.retry_timeout_ms / 1000)
+        waited = now - self._unreachable_since
+        if waited >= self.options.retry_timeout_ms / 1000:
+            raise KafkaSourceError(f"{error} (still, after {waited:.0f} s of trying)")
 
     def _data_loss(self, begin: dict[tuple[str, int], int],
                    marks: dict[tuple[str, int], tuple[int, int]]) -> dict[tuple[str, int], int]:

@@ -2,7 +2,6 @@
 kept and what to do, never as "data saved", and the broker starts again from its last good
 snapshot once space is back (a small tmpfs stands in for the full disk)."""
 
-import subprocess
 import time
 
 import pytest
@@ -10,6 +9,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from streaming.kafka.admin import wait_until_reachable
 from streaming.kafka.broker import BrokerError, EmbeddedBroker
+from tests.support.disk import fill, small_filesystem
 from tests.support.kafka import TopicWriter, free_port, new_topic
 
 SNAPSHOT_EVERY_S = 5  # the broker's own period (PLATFORM.md)
@@ -17,25 +17,8 @@ SNAPSHOT_EVERY_S = 5  # the broker's own period (PLATFORM.md)
 
 @pytest.fixture
 def small_disk(tmp_path):
-    mount = tmp_path / "small"
-    mount.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount)],
-                             capture_output=True, text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a small filesystem here: {mounted.stderr.strip()}")
-    try:
+    with small_filesystem(tmp_path / "small", "8m") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
-
-
-def fill(disk) -> None:
-    try:
-        with open(disk / "filler", "wb", buffering=0) as filler:
-            while True:
-                filler.write(b"\0" * 65536)
-    except OSError:
-        pass  # full
 
 
 def end_offsets(bootstrap: str, topic: str) -> int:

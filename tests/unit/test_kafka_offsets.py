@@ -64,6 +64,18 @@ def test_an_unreachable_broker_gives_a_clear_error():
         reader.initialOffset()
 
 
+def test_an_unreachable_broker_means_no_new_batch_until_the_retry_time_is_spent_then_a_clear_error():
+    options = {"kafka.bootstrap.servers": f"127.0.0.1:{free_port()}", "subscribe": "t",
+               "kafkaConsumer.pollTimeoutMs": "500"}
+    start = {"t": {"0": 5}}
+    patient = KafkaStreamReader(SourceOptions.parse({**options, "fetchOffset.retryTimeoutMs": "60000"}))
+    assert patient.latestOffset(start, None) == start
+    assert patient.latestOffset(start, None) == start
+    impatient = KafkaStreamReader(SourceOptions.parse({**options, "fetchOffset.retryTimeoutMs": "0"}))
+    with pytest.raises(KafkaSourceError, match="cannot reach Kafka at 127.0.0.1.*after 0 s of trying"):
+        impatient.latestOffset(start, None)
+
+
 def test_offsets_the_broker_no_longer_has_are_data_loss_and_say_which():
     from streaming.kafka.reader import data_losses
 
