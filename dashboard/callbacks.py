@@ -23,6 +23,7 @@ from dashboard.data import (
     data_versions,
     exactly_once_evidence,
     json_records,
+    late_data,
     on_day,
     quarantine_view,
     read_silver_day,
@@ -50,25 +51,10 @@ def register_callbacks(app: Dash, readers: dict[str, TableReader], status: Calla
                        filter_values: SilverFilterValues | None = None,
                        quarantine: QuarantineReader | None = None) -> None:
 
-    @app.callback(Output(ids.SNAPSHOT, "data"), Input(ids.TICK, "n_intervals"), Input(ids.DAY_PICKER, "value"),
-                  Input(ids.CHANNEL_FILTER, "value"), Input(ids.SYMBOL_FILTER, "value"))
-    def refresh_snapshot(_tick, day, channel, symbol):
-        # The page's choices as the dropdowns give them: a text each, or none. Anything else is
-        # ignored (the latest day, every channel and symbol) rather than failing the refresh.
-        day, channel, symbol = (_text(value) for value in (day, channel, symbol))
-        gold = readers["gold"].read()
-        drill = None
-        if (channel or symbol) and lake is not None:
-            days = trading_days(gold)
-            shown = day if day in days else next(iter(days), None)
-            if shown is not None:
-                drill = silver_windows(read_silver_day(lake, shown, channel, symbol), window_length(gold))
-        snapshot = snapshot_from(gold, readers["corrections"].read(), readers["late_trades"].read(), day, drill)
-        snapshot["filters"] = {"channel": channel, "symbol": symbol}
-        snapshot["status"] = status()
-        return snapshot
-
+    # The readers hand back the same frame until its table changes: what is worked out from a
+    # frame is kept until then (gold changes with every micro-batch, corrections far less often).
     days_of: dict = {"gold": None, "days": []}
+    late_of: dict = {"corrections": None, "late_trades": None, "day": None, "late": None}
 
     def gold_days() -> list[str]:
         """trading_days of gold, worked out again only when the reader has read a new frame."""
@@ -76,6 +62,31 @@ def register_callbacks(app: Dash, readers: dict[str, TableReader], status: Calla
         if days_of["gold"] is not gold:
             days_of.update(gold=gold, days=trading_days(gold))
         return days_of["days"]
+
+    def day_late_data(day: str | None) -> dict:
+        """late_data of the day, worked out again only when corrections or late trades changed."""
+        corrections, late_trades = readers["corrections"].read(), readers["late_trades"].read()
+        if not (late_of["corrections"] is corrections and late_of["late_trades"] is late_trades
+                and late_of["day"] == day):
+            late_of.update(corrections=corrections, late_trades=late_trades, day=day,
+                           late=late_data(corrections, late_trades, day))
+        return late_of["late"]
+
+    @app.callback(Output(ids.SNAPSHOT, "data"), Input(ids.TICK, "n_intervals"), Input(ids.DAY_PICKER, "value"),
+                  Input(ids.CHANNEL_FILTER, "value"), Input(ids.SYMBOL_FILTER, "value"))
+    def refresh_snapshot(_tick, day, channel, symbol):
+        # The page's choices as the dropdowns give them: a text each, or none. Anything else is
+        # ignored (the latest day, every channel and symbol) rather than failing the refresh.
+        day, channel, symbol = (_text(value) for value in (day, channel, symbol))
+        gold, days = readers["gold"].read(), gold_days()
+        shown = day if day in days else next(iter(days), None)
+        drill = None
+        if (channel or symbol) and lake is not None and shown is not None:
+            drill = silver_windows(read_silver_day(lake, shown, channel, symbol), window_length(gold))
+        snapshot = snapshot_from(gold, day=shown, drill=drill, days=days, late=day_late_data(shown))
+        snapshot["filters"] = {"channel": channel, "symbol": symbol}
+        snapshot["status"] = status()
+        return snapshot
 
     @app.callback(Output(ids.QUARANTINE_STORE, "data"), Input(ids.TICK, "n_intervals"),
                   Input(ids.DAY_PICKER, "value"), Input(ids.QUARANTINE_REASON, "value"))

@@ -242,8 +242,8 @@ def trading_days(gold: pd.DataFrame) -> list[str]:
     """The days (YYYY-MM-DD, UTC) that gold has windows for, newest first."""
     if gold.empty:
         return []
-    days = pd.to_datetime(gold["window_start"], utc=True).dt.floor("D").unique()
-    return [day.strftime("%Y-%m-%d") for day in sorted(days, reverse=True)]
+    days = np.unique(utc_micros(gold["window_start"]).astype("datetime64[D]"))
+    return [str(day) for day in days[::-1]]
 
 
 def utc_micros(values: pd.Series) -> np.ndarray:
@@ -346,21 +346,18 @@ def window_records(windows: pd.DataFrame, first: dict[str, dict]) -> list[dict]:
 
 def snapshot_from(gold: pd.DataFrame, corrections: pd.DataFrame | None = None,
                   late_trades: pd.DataFrame | None = None, day: str | None = None,
-                  drill: pd.DataFrame | None = None) -> dict:
+                  drill: pd.DataFrame | None = None, days: list[str] | None = None,
+                  late: dict | None = None) -> dict:
     """The JSON-able snapshot kept in the browser's dcc.Store: one trading day's windows (the
     latest unless `day` is given), that day's corrections and too-late trades (newest first),
-    its KPIs and counters. `drill`: windows from silver for a channel/symbol, shown instead."""
-    days = trading_days(gold)
+    its KPIs and counters. `drill`: windows from silver for a channel/symbol, shown instead.
+    `days` (trading_days of gold) and `late` (late_data of the shown day) when already known."""
+    days = trading_days(gold) if days is None else days
     day = day if day in days else (days[0] if days else None)
-    corrections = on_day(corrections if corrections is not None else pd.DataFrame(columns=CORRECTION_COLUMNS), day)
-    late_trades = on_day(late_trades if late_trades is not None else pd.DataFrame(columns=LATE_TRADE_COLUMNS), day)
+    late = late_data(corrections, late_trades, day) if late is None or late["day"] != day else late
     day_windows = on_day(gold, day) if drill is None else drill
     # Corrections describe the streaming totals: a drill-down from silver has no ghost of them.
-    records = window_records(day_windows, first_reported(corrections) if drill is None else {})
-    newest = corrections.sort_values(["corrected_at", "window_start"], ascending=False).head(FEED_ROWS)
-    # A too-late trade that a backfill has since put into gold counts as corrected, not as too late.
-    too_late = int(late_trades["backfilled_at"].isna().sum()) if "backfilled_at" in late_trades else len(late_trades)
-    latest_late = late_trades.sort_values("detected_at", ascending=False).head(FEED_ROWS)
+    records = window_records(day_windows, late["first_reported"] if drill is None else {})
     return {
         "day": day,
         "days": days,
@@ -370,11 +367,29 @@ def snapshot_from(gold: pd.DataFrame, corrections: pd.DataFrame | None = None,
             "sell": float(sum(r["sell_amount"] for r in records)),
             "settlement": float(sum(r["settlement_amount"] for r in records)),
             "trades": int(sum(r["trade_count"] for r in records)),
-            "corrections": int(len(corrections)),
-            "too_late": too_late,
+            "corrections": late["counters"]["corrections"],
+            "too_late": late["counters"]["too_late"],
         },
         "windows": records,
         "last_update": None if gold.empty else _iso(gold["updated_at"].max()),
+        "corrections": late["corrections"],
+        "late_trades": late["late_trades"],
+        "counters": late["counters"],
+    }
+
+
+def late_data(corrections: pd.DataFrame | None, late_trades: pd.DataFrame | None, day: str | None) -> dict:
+    """What the snapshot shows of one day's corrections and too-late trades: it changes only
+    when those tables do, not with every gold update (the callback keeps it until then)."""
+    corrections = on_day(corrections if corrections is not None else pd.DataFrame(columns=CORRECTION_COLUMNS), day)
+    late_trades = on_day(late_trades if late_trades is not None else pd.DataFrame(columns=LATE_TRADE_COLUMNS), day)
+    newest = corrections.sort_values(["corrected_at", "window_start"], ascending=False).head(FEED_ROWS)
+    # A too-late trade that a backfill has since put into gold counts as corrected, not as too late.
+    too_late = int(late_trades["backfilled_at"].isna().sum()) if "backfilled_at" in late_trades else len(late_trades)
+    latest_late = late_trades.sort_values("detected_at", ascending=False).head(FEED_ROWS)
+    return {
+        "day": day,
+        "first_reported": first_reported(corrections),
         "corrections": json_records(newest, ("window_start", "corrected_at")),
         "late_trades": json_records(latest_late, ("event_time", "window_start", "watermark", "detected_at",
                                                   "backfilled_at")),

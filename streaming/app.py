@@ -21,6 +21,7 @@ from streaming.instance import AlreadyRunning, InstanceLock
 from streaming.kafka.broker import BrokerError
 from streaming.kafka.clients import LOGGER_NAME as LIBRDKAFKA_LOGGER
 from streaming.lake.store import Lake
+from streaming.terminal import Terminal, progress_bar
 
 log = logging.getLogger("trade-summary")
 # (lake, refresh_ms, simulator, health snapshot, reconciler) -> a Dash app (its .server is served).
@@ -31,8 +32,13 @@ class StartupError(RuntimeError):
     """A problem the user can fix; printed without a traceback."""
 
 
+TERMINAL = Terminal()
+
+
 def setup_logging() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s  %(message)s", datefmt="%H:%M:%S")
+    handler = TERMINAL.handler()
+    handler.setFormatter(logging.Formatter("%(asctime)s  %(message)s", datefmt="%H:%M:%S"))
+    logging.basicConfig(level=logging.INFO, handlers=[handler])
     for noisy in ("py4j", "werkzeug", LIBRDKAFKA_LOGGER):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
@@ -238,16 +244,21 @@ class App(Command):
         return 0
 
     def _report_catch_up(self, snapshot: dict, every_s: float = 5.0) -> None:
-        """While a query works through a backlog: a line every few seconds with how far along it
-        is, and one when it has caught up."""
+        """While a query works through a backlog: how far along it is, as a progress bar on a TTY
+        (redrawn each second) and otherwise as a line every few seconds; a line when it has
+        caught up."""
         from streaming.health import catch_up_line
 
         progress, now = snapshot.get("catch_up") or {}, time.monotonic()
-        if progress and now - self._catch_up_logged_at >= every_s:
+        if progress and TERMINAL.is_tty:
+            self._catch_up_logged_at = now
+            TERMINAL.show_bar(progress_bar(progress))
+        elif progress and now - self._catch_up_logged_at >= every_s:
             self._catch_up_logged_at = now
             log.info("catching up: %s", catch_up_line(progress))
         elif not progress and self._catch_up_logged_at > float("-inf"):
             self._catch_up_logged_at = float("-inf")
+            TERMINAL.clear_bar()
             log.info("caught up with Kafka")
 
     def _report_failures(self, final: bool) -> int:
@@ -260,6 +271,7 @@ class App(Command):
 
     # -- stop -----------------------------------------------------------------------------
     def stop(self) -> None:
+        TERMINAL.clear_bar()
         log.info("stopping ...")
         if self.web is not None:
             self.web.shutdown()

@@ -55,12 +55,13 @@ def catch_up(queries: list[dict], lags: Mapping[str, int], backlogs: Mapping[str
 
 def catch_up_line(progress: dict) -> str:
     """'medallion 250,000 of 1,000,000 records (25%) at 24,500/s, about 31 s left; ...'"""
-    parts = []
-    for name, p in progress.items():
-        eta = f", about {p['eta_s']:,.0f} s left" if p["eta_s"] is not None else ""
-        parts.append(f"{name} {p['done']:,} of {p['backlog']:,} records ({p['done'] / p['backlog']:.0%}) "
-                     f"at {p['rate']:,.0f}/s{eta}")
-    return "; ".join(parts)
+    return "; ".join(f"{name} {catch_up_figures(p)}" for name, p in progress.items())
+
+
+def catch_up_figures(p: dict) -> str:
+    """One query's catch-up: '250,000 of 1,000,000 records (25%) at 24,500/s, about 31 s left'."""
+    eta = f", about {p['eta_s']:,.0f} s left" if p["eta_s"] is not None else ""
+    return f"{p['done']:,} of {p['backlog']:,} records ({p['done'] / p['backlog']:.0%}) at {p['rate']:,.0f}/s{eta}"
 
 
 def total_lag(partitions: list[dict]) -> dict[str, int]:

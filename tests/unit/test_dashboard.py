@@ -382,3 +382,24 @@ def test_json_records_gives_plain_json_values():
                        {"at": None, "amount": None, "count": 4, "side": None}]
     assert type(records[0]["count"]) is int
     json.dumps(records)
+
+
+def test_the_refresh_keeps_the_day_s_corrections_until_they_change_and_agrees_with_snapshot_from(tmp_path):
+    write_gold(tmp_path, WINDOWS)
+    client = create_app(tmp_path, health=lambda: HEALTH).server.test_client()
+    lake = Lake(tmp_path)
+
+    def pure(day=None):
+        readers = [TableReader(lake, table, columns) for table, columns in
+                   ((GOLD, GOLD_COLUMNS), (CORRECTIONS, CORRECTION_COLUMNS), (LATE_TRADES, LATE_TRADE_COLUMNS))]
+        expected = snapshot_from(*(reader.read() for reader in readers), day)
+        return {key: value for key, value in expected.items() if key not in ("filters", "status")}
+
+    def served(day=None):
+        snapshot = store_snapshot(client, day=day)
+        return {key: value for key, value in snapshot.items() if key not in ("filters", "status")}
+
+    assert served() == pure() and served()["counters"]["corrections"] == 0
+    write_corrections_and_late_trades(tmp_path)  # new versions: the kept day's data is worked out again
+    assert served() == pure() and served()["counters"] == {"corrections": 1, "late_but_counted": 1, "too_late": 1}
+    assert served("2026-03-01") == pure("2026-03-01") and served("2026-03-01")["counters"]["corrections"] == 0
