@@ -244,3 +244,35 @@ def split_time_jumps(new: pa.Table, latest_seen: datetime | None,
     if not pc.any(jumped).as_py():
         return new, new.slice(0, 0), reasons.slice(0, 0)
     return new.filter(pc.invert(jumped)), new.filter(jumped), reasons.filter(jumped)
+
+
+# -- a known trade_id with another event time: the first copy wins, the other is quarantined ---------
+def conflict_reasons(trades: pa.Table, first_copies: pa.Table) -> pa.Array:
+    """Per trade: why it conflicts with the first copy of its trade_id, or null. A record with
+    the trade_id of another Kafka record but another event time is not a redelivery: it would
+    count the trade twice. first_copies: trade_id, event_time, topic, partition, offset."""
+    reasons: list[str | None] = [None] * trades.num_rows
+    if trades.num_rows == 0 or first_copies.num_rows == 0:
+        return pa.array(reasons, pa.string())
+    columns = ["trade_id", "event_time", "topic", "partition", "offset"]
+    mine = trades.select(columns).append_column("row", pa.array(range(trades.num_rows), pa.int64()))
+    first = first_copies.select(columns).rename_columns(["trade_id", *(f"first_{c}" for c in columns[1:])])
+    pairs = mine.join(first, "trade_id", join_type="inner", use_threads=False)
+    same_record = functools.reduce(pc.and_, [pc.equal(pairs[c], pairs[f"first_{c}"]) for c in columns[2:]])
+    # The same record read again (a replay after a parser fix) replaces its own row: no conflict.
+    hits = pairs.filter(pc.and_(pc.not_equal(pairs["event_time"], pairs["first_event_time"]), pc.invert(same_record)))
+    for hit in hits.to_pylist():
+        first_time, this_time = _moment(_micros(hit["first_event_time"])), _moment(_micros(hit["event_time"]))
+        reasons[hit["row"]] = (f"trade_id {hit['trade_id']} is already a trade with event_time {first_time} "
+                               f"({hit['first_topic']}/{hit['first_partition']} offset {hit['first_offset']}); "
+                               f"this record says {this_time}: the first copy wins")
+    return pa.array(reasons, pa.string())
+
+
+def split_conflicts(trades: pa.Table, first_copies: pa.Table) -> tuple[pa.Table, pa.Table, pa.Array]:
+    """Trades -> (those that stay, those that conflict with a first copy, their reasons)."""
+    reasons = conflict_reasons(trades, first_copies)
+    conflicting = pc.is_valid(reasons)
+    if not pc.any(conflicting).as_py():
+        return trades, trades.slice(0, 0), reasons.slice(0, 0)
+    return trades.filter(pc.invert(conflicting)), trades.filter(conflicting), reasons.filter(conflicting)

@@ -53,7 +53,17 @@ from streaming.lateness import (
 )
 from streaming.replay import recount
 from streaming.rows import one_per_key
-from streaming.task_writes import LATE, SUMS, BatchPlan, ShareWriter, TaskResults, new_to_silver, silver_matches
+from streaming.task_writes import (
+    LATE,
+    SUMS,
+    BatchPlan,
+    ShareWriter,
+    TaskResults,
+    TradeIds,
+    new_to_silver,
+    silver_matches,
+    trade_id_hashes,
+)
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +127,7 @@ class MedallionSink:
         self.latest_for: int | None = None
         self.watermark: datetime | None = None  # in effect for the next batch (None before the first is set)
         self.data_loss: str | None = None  # the last time Kafka's offsets went back, said for the operator
+        self.trade_ids = TradeIds(lake)  # every trade_id silver holds, hashed
 
     @functools.cached_property
     def query_id(self) -> str:
@@ -206,18 +217,20 @@ class MedallionSink:
         plan = BatchPlan(self.lake.root, silver_now.version(), judged_watermark(ledger), self.settings.window,
                          datetime.now(timezone.utc), latest, self.settings.max_event_time_jump)
         results = TaskResults(batch.mapInArrow(ShareWriter(plan), ShareWriter.SCHEMA).toArrow())
-        if results.same_trade_kept_twice():
+        new_ids = results.new_id_hashes()
+        if results.same_trade_kept_twice() or self.trade_ids.known(new_ids).any():
             # Two tasks each kept a first copy of one trade (sent with two keys, so into two Kafka
-            # partitions): their silver files stay uncommitted, and silver takes the batch through
-            # a MERGE, which keeps the first copy.
-            log.info("batch %d: a trade_id in two Kafka partitions; silver takes the batch through a MERGE", batch_id)
+            # partitions), or a task kept a trade whose id silver has with another event time: the
+            # silver and quarantine files stay uncommitted, and the driver takes the batch through
+            # MERGEs, keeping the first copy and quarantining a conflicting one.
+            log.info("batch %d: a trade_id seen before; silver takes the batch through a MERGE", batch_id)
             self.lake.commit_files(bronze.BRONZE, results.files(bronze.BRONZE), this)
-            self.lake.commit_files(QUARANTINE, results.files(QUARANTINE), this)
             return self.write_on_driver(batch.toArrow(), batch_id, ledger, latest)
         # Any of the three may land first: a batch run again after a crash in between finds one
         # committed (read_before) and goes through the driver, which completes the others.
         self.lake.at_once(*(functools.partial(self.lake.commit_files, table, results.files(table), this)
                             for table in (bronze.BRONZE, SILVER, QUARANTINE)))
+        self.trade_ids.add(new_ids)
         with self.lake.writing(*GOLD_WRITES):
             self.lake.at_once(lambda: self.record_late(results.table(LATE), ledger, batch_id),
                               lambda: self.update_gold(merge_window_sums(results.tables(SUMS)), ledger, batch_id,
@@ -235,10 +248,19 @@ class MedallionSink:
         rows = rows.append_column("ingested_at", pa.repeat(ingested_at, rows.num_rows))
         trades = silver.silver_rows(rows)
         first_copies = one_per_key(trades, ["trade_id"], keep="first")
+        # A trade_id's first copy wins, in the batch and in silver: a copy with another event
+        # time conflicts (silver.conflict_reasons). Of the rest, those new to silver are judged
+        # for a jump in time.
+        _, in_batch, in_batch_reasons = silver.split_conflicts(trades, first_copies)
+        first_copies, in_silver, in_silver_reasons = silver.split_conflicts(first_copies,
+                                                                            self.first_copies_in_silver(first_copies))
         new = new_to_silver(first_copies, silver_matches(self.lake, first_copies))
-        _, jumped, reasons = silver.split_time_jumps(new, latest, self.settings.max_event_time_jump)
-        if jumped.num_rows:
-            rows = silver.with_reasons(rows, jumped, reasons)
+        _, jumped, jump_reasons = silver.split_time_jumps(new, latest, self.settings.max_event_time_jump)
+        rejected = [(t, r) for t, r in ((in_batch, in_batch_reasons), (in_silver, in_silver_reasons),
+                                        (jumped, jump_reasons)) if t.num_rows]
+        if rejected:
+            rows = silver.with_reasons(rows, pa.concat_tables([t for t, _ in rejected]),
+                                       pa.concat_arrays([r for _, r in rejected]))
             trades = silver.silver_rows(rows)
         this = self.batch(batch_id)
         # Records read again may have a new event time (a parser fixed since): they are matched
@@ -249,12 +271,27 @@ class MedallionSink:
         self.lake.publish(SILVER, trades, this, narrow=not read_again)
         self.lake.publish(QUARANTINE, silver.quarantine_rows(rows), this)
         kept = self.kept_by_silver(trades)
+        self.trade_ids.add(trade_id_hashes(kept["trade_id"]).to_numpy())
         with self.lake.writing(*GOLD_WRITES):
             self.count_trades(kept, ledger, batch_id, recount=read_again or run_again)
             # Every batch that read records leaves its offsets and watermark in the ledger, even
             # when all its trades were too late and it changes no window.
             self.lake.publish(BATCH_WATERMARKS, ledger, this)
         return pc.max(kept["event_time"]).as_py() if kept.num_rows else None
+
+    def first_copies_in_silver(self, trades: pa.Table) -> pa.Table:
+        """Silver's rows (trade_id, event_time and Kafka record) of the trades' ids, at any event
+        time: only those the id index says silver may hold are looked up."""
+        columns = ["trade_id", "event_time", "topic", "partition", "offset"]
+        known = self.trade_ids.known(trade_id_hashes(trades["trade_id"]).to_numpy())
+        maybe = trades["trade_id"].filter(pa.array(known))
+        if len(maybe) == 0:
+            return pa.schema([SILVER.schema.field(c) for c in columns]).empty_table()
+        if len(maybe) > 1000:  # many (records read again): one pass over silver's ids beats a long IN list
+            held = self.lake.read(SILVER, columns)
+            return held.filter(pc.is_in(held["trade_id"], value_set=maybe.combine_chunks()))
+        ids = ", ".join(sql_literal(trade_id) for trade_id in maybe.to_pylist())
+        return self.lake.read(SILVER, columns, f"{quote('trade_id')} IN ({ids})")
 
     def has_records_in(self, table: Table, ranges: pa.Table) -> bool:
         """Whether the table (keyed by Kafka record) already holds a record from these offset

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Iterator
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -106,7 +107,11 @@ class ShareWriter:
         if rows.num_rows == 0:
             return
         rows = rows.append_column("ingested_at", pa.repeat(pa.scalar(self.plan.ingested_at, UTC_TIME), rows.num_rows))
-        trades = one_per_key(silver.silver_rows(rows), ["trade_id"], keep="first")
+        valid = silver.silver_rows(rows)
+        trades = one_per_key(valid, ["trade_id"], keep="first")
+        if trades.num_rows < valid.num_rows:  # copies of a trade_id in the share: the first wins
+            _, conflicting, reasons = silver.split_conflicts(valid, trades)
+            rows = silver.with_reasons(rows, conflicting, reasons)
         new = new_to_silver(trades, silver_matches(self.lake, trades, self.plan.silver_version))
         new, jumped, reasons = silver.split_time_jumps(new, self.plan.latest_seen, self.plan.max_event_time_jump)
         rows = silver.with_reasons(rows, jumped, reasons)
@@ -151,9 +156,47 @@ class TaskResults:
         times = [t["event_time"] for t in self.tables(LATEST) if t.num_rows]
         return pc.max(pa.chunked_array([c for t in times for c in t.chunks], UTC_TIME)).as_py() if times else None
 
-    def same_trade_kept_twice(self) -> bool:
+    def new_id_hashes(self) -> np.ndarray:
+        """The hashes of the trade_ids the tasks kept for silver, every task's."""
         hashes = [t["hash"] for t in self.tables(NEW_IDS) if t.num_rows]
-        if len(hashes) < 2:
-            return False
-        every = pa.chunked_array([c for h in hashes for c in h.chunks], pa.uint64())
-        return len(pc.unique(every)) < len(every)
+        return np.concatenate([h.to_numpy() for h in hashes]) if hashes else np.empty(0, np.uint64)
+
+    def same_trade_kept_twice(self) -> bool:
+        every = self.new_id_hashes()
+        return len(np.unique(every)) < len(every)
+
+
+class TradeIds:
+    """Hashes of every trade_id silver holds, sorted, so that the driver knows whether a trade
+    new to a task's share is new to silver at any event time, without reading silver's ids each
+    micro-batch. Read from silver once per sink; new ids join a small sorted run that is merged
+    in now and then."""
+
+    MERGE_AT = 65_536
+
+    def __init__(self, lake: Lake):
+        self.lake = lake
+        self._all: np.ndarray | None = None
+        self._recent = np.empty(0, np.uint64)
+
+    def _loaded(self) -> np.ndarray:
+        if self._all is None:
+            self._all = np.sort(trade_id_hashes(self.lake.read(SILVER, ["trade_id"])["trade_id"]).to_numpy())
+        return self._all
+
+    def known(self, hashes: np.ndarray) -> np.ndarray:
+        """Per hash: whether silver may hold its trade_id (a 64-bit hash: check before acting)."""
+        return _in_sorted(self._loaded(), hashes) | _in_sorted(self._recent, hashes)
+
+    def add(self, hashes: np.ndarray) -> None:
+        self._loaded()
+        self._recent = np.sort(np.concatenate([self._recent, hashes]))
+        if len(self._recent) >= self.MERGE_AT:
+            self._all, self._recent = np.sort(np.concatenate([self._all, self._recent])), self._recent[:0]
+
+
+def _in_sorted(values: np.ndarray, hashes: np.ndarray) -> np.ndarray:
+    if len(values) == 0:
+        return np.zeros(len(hashes), bool)
+    at = np.minimum(np.searchsorted(values, hashes), len(values) - 1)
+    return values[at] == hashes

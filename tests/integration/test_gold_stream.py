@@ -4,7 +4,7 @@ Each step adds trades, processes everything available, then checks gold/trade_su
 Window 15 minutes, watermark 30 minutes.
 """
 
-from streaming.lake.tables import BATCH_WATERMARKS, CORRECTIONS, GOLD, LATE_TRADES, SILVER
+from streaming.lake.tables import BATCH_WATERMARKS, CORRECTIONS, GOLD, LATE_TRADES, QUARANTINE, SILVER
 from streaming.lateness import too_late_trades
 from tests.support.corpus import DAY, trade
 from tests.support.harness import StreamTest
@@ -97,15 +97,23 @@ def test_a_batch_judges_its_trades_by_the_watermark_of_the_batches_before_it(spa
     assert {w.isoformat() for w in late["watermark"]} == {"2026-03-02T10:00:00+00:00"}
 
 
-def test_a_conflicting_record_for_a_known_trade_id_is_its_own_trade_unless_in_the_same_batch(stream):
+def test_a_conflicting_record_for_a_known_trade_id_is_quarantined_and_the_trade_counts_once_for_good(stream):
     # A record with a known trade_id but another event time is not a redelivery (semantics.md).
     stream.add(trade("c1", "BUY", 1, 10.0, DAY + "09:01:00Z"))
     stream.process()
-    stream.add(trade("c1", "BUY", 1, 99.0, DAY + "09:02:00Z"),  # a later batch: kept and counted
+    stream.add(trade("c1", "BUY", 1, 99.0, DAY + "09:02:00Z"),  # a later batch: silver had c1
                trade("c2", "SELL", 1, 5.0, DAY + "09:03:00Z"),
                trade("c2", "SELL", 1, 7.0, DAY + "09:04:00Z"))  # the same batch: the first copy wins
     stream.process()
-    silver = stream.table(SILVER)
-    assert sorted(silver["trade_id"]) == ["c1", "c1", "c2"]
-    assert sorted(silver[silver["trade_id"] == "c1"]["amount"]) == [10.0, 99.0]
-    stream.check_gold({"09:00": (109.0, 5.0, 3)})
+    stream.add(trade("c1", "BUY", 1, 50.0, DAY + "10:02:00Z"))  # any time later, in another window
+    stream.process()
+    silver = stream.check_table(SILVER, trade_id=["c1", "c2"])
+    assert sorted(silver["amount"]) == [5.0, 10.0]
+    bad = stream.check_table(QUARANTINE, rows=3)
+    assert all("the first copy wins" in reason for reason in bad["reason"])
+    assert sum("trade_id c1 is already a trade with event_time 2026-03-02T09:01:00Z" in r for r in bad["reason"]) == 2
+    stream.check_gold({"09:00": (10.0, 5.0, 2)})
+    stream.restart(forget_last_commit=True)  # the last batch again, through the driver: the same outcome
+    stream.process()
+    stream.check_table(QUARANTINE, rows=3)
+    stream.check_gold({"09:00": (10.0, 5.0, 2)})
