@@ -383,20 +383,6 @@ def build_load_parser() -> argparse.ArgumentParser:
                              "(default: <data-dir>/loader-archive)")
     stream.add_argument("--trigger", type=_argtype(parse_duration), default=LoadSettings.trigger,
                         metavar="DURATION", help="how often to look for new files (default: '5 seconds')")
-    stream.add_argument("--max-event-time-jump", type=_argtype(parse_duration), default=Settings.max_event_time_jump,
-                        metavar="DURATION",
-                        help="quarantine a trade whose event time is more than this ahead of the latest event time "
-                             "seen and of its Kafka timestamp, instead of letting it move the watermark "
-                             "(default: '1 day')")
-    stream.add_argument("--fail-on-data-loss", type=_true_or_false, default=True, metavar="true|false",
-                        help="whether the pipeline stops when Kafka no longer holds offsets it expects (a broker "
-                             "that lost its tail, retention, a recreated topic); with false it logs the loss and "
-                             "reads on from what the broker holds (default: true, as Spark's failOnDataLoss)")
-    stream.add_argument("--kafka-retry-timeout", type=_argtype(parse_duration), default=Settings.kafka_retry_timeout,
-                        metavar="DURATION",
-                        help="how long the pipeline keeps trying to reach an unreachable Kafka, with no micro-batch "
-                             "meanwhile, before the query fails and is restarted (--max-query-restarts) "
-                             "(default: '2 minutes')")
     stream.add_argument("--available-now", action="store_true",
                         help="load the files there now, then exit 0 (catch-up / cron use)")
     return parser

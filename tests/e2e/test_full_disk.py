@@ -9,26 +9,19 @@ import urllib.request
 import pytest
 from deltalake import DeltaTable
 
-from streaming.kafka.admin import wait_until_reachable
-from streaming.kafka.broker import EmbeddedBroker
 from streaming.lake.store import Lake
 from streaming.lake.tables import BRONZE, GOLD, SILVER
 from tests.support.corpus import DAY, trade
 from tests.support.disk import fill, small_filesystem
-from tests.support.kafka import TopicWriter, free_port, new_topic
+from tests.support.kafka import TopicWriter, free_port, new_topic, running_broker
 from tests.support.process import RunPy
 from tests.support.waiting import wait_for
 
 
 @pytest.fixture
 def own_broker(tmp_path):
-    broker = EmbeddedBroker(tmp_path / "own-broker", free_port())  # on the roomy disk
-    broker.start()
-    try:
-        wait_until_reachable({"bootstrap.servers": broker.bootstrap_servers})
+    with running_broker(tmp_path / "own-broker") as broker:  # on the roomy disk
         yield broker
-    finally:
-        broker.stop()
 
 
 def table(data, which):
