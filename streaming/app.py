@@ -104,7 +104,8 @@ class Command:
                  f" with --conf {', '.join(key for key, _ in conf)}" if conf else "")
         began = time.monotonic()
         self._owns_spark = SparkContext._active_spark_context is None
-        self.spark = create_spark(self.settings.master, conf_overrides=conf)
+        self.spark = create_spark(self.settings.master, conf_overrides=conf,
+                                  driver_host=self.settings.driver_host)
         self.install_signal_handlers()  # SparkContext replaces the SIGINT handler with its own
         log.info("Spark %s up in %.1f s", self.spark.version, time.monotonic() - began)
 
@@ -130,12 +131,12 @@ class App(Command):
     def __init__(self, settings: Settings, dashboard: DashboardFactory | None = None):
         super().__init__(settings)
         self.dashboard = dashboard
-        self.lake = Lake(settings.data_dir)
+        self.lake = Lake(settings.data_dir, settings.storage_options)
         self.simulator = None
         self.pipeline = None
         self.health = None
         self.web = None
-        self.instance = InstanceLock(settings.data_dir)
+        self.instance = InstanceLock(lock_file=settings.lock_file)
         self._catch_up_logged_at = float("-inf")  # when progress through a backlog was last logged
 
     # -- start ----------------------------------------------------------------------------

@@ -20,6 +20,14 @@ from streaming.config import (
     parse_instant,
     parse_kafka_properties,
 )
+from streaming.lake.locations import (
+    checkpoint_location,
+    data_location,
+    is_remote,
+    local_directory,
+    options_for_tasks,
+    storage_option_pair,
+)
 
 ENV_PREFIX = "TRADE_SUMMARY_"
 # Kafka client settings from the environment: TRADE_SUMMARY_KAFKA_SASL_PASSWORD -> sasl.password
@@ -141,6 +149,17 @@ def add_spark_conf_argument(parser) -> None:
                              "e.g. --conf spark.driver.memory=2g")
 
 
+def add_spark_arguments(group) -> None:
+    """--master, --driver-host and --conf, for every command that starts Spark."""
+    group.add_argument("--master", default="local[*]",
+                       help="Spark master URL, e.g. spark://host:7077, yarn, k8s://... (default: %(default)s)")
+    group.add_argument("--driver-host", metavar="ADDRESS",
+                       help="on a cluster, the address of this machine the executors connect back to; the driver "
+                            "binds to it (default: 127.0.0.1 for a local master or one on this machine, else the "
+                            "address this machine reaches the master from; --conf spark.driver.host wins)")
+    add_spark_conf_argument(group)
+
+
 def _add_kafka_arguments(parser: argparse.ArgumentParser) -> None:
     kafka = parser.add_argument_group("Kafka")
     kafka.add_argument("--bootstrap-servers", type=_bootstrap, metavar="HOST:PORT[,...]",
@@ -151,6 +170,9 @@ def _add_kafka_arguments(parser: argparse.ArgumentParser) -> None:
     kafka.add_argument("--kafka-config", type=Path, metavar="FILE",
                        help="client.properties file with Kafka client settings (security.protocol, "
                             "sasl.mechanisms, sasl.username, sasl.password, ssl.ca.location, ...)")
+    kafka.add_argument("--broker-dir", type=_argtype(local_directory), metavar="PATH",
+                       help="the embedded broker's data, on this machine (default: <data-dir>/broker for a "
+                            "local data dir, ./data/broker otherwise)")
 
 
 def _command_parser(prog: str, description: str, on_stop: str) -> argparse.ArgumentParser:
@@ -173,8 +195,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     run = parser.add_argument_group("what to run")
-    run.add_argument("--data-dir", type=Path, default=Path("data"), metavar="PATH",
-                     help="Delta tables, checkpoints and embedded broker data (default: ./data)")
+    run.add_argument("--data-dir", type=_argtype(data_location), default=Path("data"), metavar="PATH|URI",
+                     help="where the Delta tables live: a local path, or a URI such as s3://bucket/prefix, "
+                          "gs://bucket/prefix, abfss://container@account.dfs.core.windows.net/prefix or file:///path. "
+                          "A local data dir also holds the checkpoints and the embedded broker's data "
+                          "(default: ./data)")
+    run.add_argument("--storage-option", dest="storage_option", type=_argtype(storage_option_pair),
+                     action="append", default=[], metavar="KEY=VALUE",
+                     help="an object-store setting, as deltalake names it (repeatable; wins over the "
+                          "environment's AWS_*, AZURE_* and GOOGLE_* variables), e.g. --storage-option "
+                          "AWS_REGION=eu-west-1. Values of secret keys are never printed")
+    run.add_argument("--checkpoint-dir", type=_argtype(checkpoint_location), metavar="PATH|URI",
+                     help="where Spark's checkpoints live: a local path, a shared mount, or a Hadoop URI "
+                          "(hdfs://, s3a:// where the cluster has the Hadoop AWS jars) "
+                          "(default: <data-dir>/checkpoints; required when --data-dir is a URI)")
     run.add_argument("--no-producer", action="store_true",
                      help="start with the producer simulation off (the dashboard can turn it on)")
     run.add_argument("--no-dashboard", action="store_true", help="run the pipeline only (headless)")
@@ -184,8 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="another host name or address the dashboard answers to, as the browser sends it in "
                           "the Host header (repeatable; 127.0.0.1, localhost and a specific --host address "
                           "are always allowed, on any port), e.g. --allow-host dash.internal")
-    run.add_argument("--master", default="local[*]", help="Spark master URL (default: %(default)s)")
-    add_spark_conf_argument(run)
+    add_spark_arguments(run)
     run.add_argument("--refresh-ms", type=_positive_int, default=Settings.refresh_ms, metavar="MS",
                      help="how often the dashboard refreshes, in milliseconds (default: %(default)s)")
     run.add_argument("--log-every", type=_positive_int, default=Settings.log_every_batches, metavar="N",
@@ -295,8 +328,24 @@ def _kafka_target(ns: argparse.Namespace, environ: Mapping[str, str]) -> dict:
     bootstrap = ns.bootstrap_servers or kafka_options.pop("bootstrap.servers", None)
     if bootstrap and ns.bootstrap_servers is None:
         bootstrap = _bootstrap(bootstrap)
-    return dict(data_dir=ns.data_dir, bootstrap_servers=bootstrap, broker_port=ns.broker_port, topic=ns.topic,
-                kafka_options=kafka_options)
+    return dict(data_dir=ns.data_dir, broker_root=ns.broker_dir, bootstrap_servers=bootstrap,
+                broker_port=ns.broker_port, topic=ns.topic, kafka_options=kafka_options)
+
+
+def _storage(ns: argparse.Namespace, environ: Mapping[str, str]) -> dict:
+    """Where the tables and checkpoints live, and the storage options that reach them."""
+    remote = is_remote(ns.data_dir)
+    if remote and ns.checkpoint_dir is None:
+        raise UsageError(f"--data-dir {ns.data_dir} is not a local path: give --checkpoint-dir too, a local path, a "
+                         "shared mount or a Hadoop URI for Spark's checkpoints (they cannot live in the object "
+                         "store through deltalake)")
+    flags = dict(ns.storage_option)
+    if flags and not remote:
+        raise UsageError("--storage-option applies to a --data-dir URI such as s3://bucket/prefix; "
+                         f"{ns.data_dir} is a local path")
+    # Resolved here, once: the Spark tasks that write table files may run where this environment is not.
+    options = options_for_tasks(flags, environ) if remote else {}
+    return dict(storage_options=options, checkpoint_root=ns.checkpoint_dir)
 
 
 def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> Settings:
@@ -309,6 +358,8 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None
                          f"({minutes(ns.watermark)}); later trades are the beyond-watermark ones")
     return Settings(
         **_kafka_target(ns, environ),
+        **_storage(ns, environ),
+        driver_host=(ns.driver_host or "").strip() or None,
         producer_enabled=not ns.no_producer,
         dashboard_enabled=not ns.no_dashboard,
         host=ns.host,
@@ -364,13 +415,13 @@ def build_load_parser() -> argparse.ArgumentParser:
                            "\"symbol IN ('AAPL', 'MSFT') AND quantity >= 10\" (default: every trade)")
     load.add_argument("--key", dest="key_column", default="account_id", metavar="FIELD",
                       help="trade field used as the Kafka key (default: %(default)s, as the topic's format says)")
-    load.add_argument("--data-dir", type=Path, default=Path("data"), metavar="PATH",
-                      help="the loader's checkpoints and the embedded broker's data (default: ./data)")
-    load.add_argument("--checkpoint", type=Path, metavar="DIR",
+    load.add_argument("--data-dir", type=_argtype(data_location), default=Path("data"), metavar="PATH|URI",
+                      help="the pipeline's data dir: a local one holds the loader's checkpoints and the embedded "
+                           "broker's data; with a URI (s3://...) give --checkpoint (default: ./data)")
+    load.add_argument("--checkpoint", type=_argtype(checkpoint_location), metavar="DIR",
                       help="checkpoint directory (default: one per landing directory and topic under "
                            "<data-dir>/loader-checkpoints/)")
-    load.add_argument("--master", default="local[*]", help="Spark master URL (default: %(default)s)")
-    add_spark_conf_argument(load)
+    add_spark_arguments(load)
 
     stream = parser.add_argument_group("streaming")
     stream.add_argument("--max-files-per-trigger", type=_positive_int, default=LoadSettings.max_files_per_trigger,
@@ -394,6 +445,12 @@ def parse_load_settings(argv: Sequence[str], environ: Mapping[str, str] | None =
     ns = _parse_args(build_load_parser(), argv, environ)
     if not ns.source_dir.is_dir():
         raise UsageError(f"--from {ns.source_dir}: no such directory")
+    if is_remote(ns.data_dir) and ns.checkpoint is None:
+        raise UsageError(f"--data-dir {ns.data_dir} is not a local path: give --checkpoint DIR for the loader's "
+                         "checkpoint")
+    if is_remote(ns.data_dir) and ns.clean_source == "archive" and ns.archive_dir is None:
+        raise UsageError(f"--data-dir {ns.data_dir} is not a local path: with --clean-source archive give "
+                         "--archive-dir DIR too")
     if ns.archive_dir is not None and ns.clean_source != "archive":
         raise UsageError("--archive-dir needs --clean-source archive")
     settings = LoadSettings(
@@ -408,6 +465,7 @@ def parse_load_settings(argv: Sequence[str], environ: Mapping[str, str] | None =
         trigger=ns.trigger,
         available_now=ns.available_now,
         master=ns.master,
+        driver_host=(ns.driver_host or "").strip() or None,
         spark_conf=tuple(ns.conf),
     )
     if settings.clean_source == "archive" and settings.archive_location.resolve().is_relative_to(

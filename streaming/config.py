@@ -13,6 +13,9 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Mapping
 
+from streaming.lake.locations import is_remote, redact_storage_options
+
+LOCK_FILE = ".trade-summary.lock"  # instance.py: one app per data dir
 SECRET_KEY_PATTERN = re.compile(r"password|secret|jaas|token|key\.pem|private", re.IGNORECASE)
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(millisecond|second|minute|hour|day)s?\s*$", re.IGNORECASE)
@@ -90,7 +93,8 @@ class Simulation:
 class KafkaTarget:
     """Where a command talks to Kafka: the fields and helpers every command shares."""
 
-    data_dir: Path = Path("data")
+    data_dir: Path | str = Path("data")  # a local Path, or an object-store URI (lake/locations.py)
+    broker_root: Path | None = None  # --broker-dir
     bootstrap_servers: str | None = None  # None: start the embedded broker
     broker_port: int = 9092
     topic: str = "trades"
@@ -107,8 +111,16 @@ class KafkaTarget:
         return self.bootstrap_servers or f"127.0.0.1:{self.broker_port}"
 
     @property
+    def data_is_local(self) -> bool:
+        return not is_remote(self.data_dir)
+
+    @property
     def broker_dir(self) -> Path:
-        return self.data_dir / "broker"
+        """The embedded broker's data: always local (--broker-dir, else under a local data dir,
+        else ./data/broker)."""
+        if self.broker_root is not None:
+            return self.broker_root
+        return (Path(self.data_dir) if self.data_is_local else Path("data")) / "broker"
 
     def kafka_client_config(self) -> dict[str, str]:
         """librdkafka settings for every client of this run (producer, admin, source, sink)."""
@@ -150,15 +162,36 @@ class Settings(KafkaTarget):
     fail_on_data_loss: bool = True
     # How long the pipeline keeps trying to reach an unreachable Kafka before a query fails.
     kafka_retry_timeout: timedelta = timedelta(minutes=2)
+    # deltalake storage options: the standard environment variables, then --storage-option
+    storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)
+    checkpoint_root: Path | str | None = None  # --checkpoint-dir: a local path or a Hadoop URI
+    driver_host: str | None = None  # --driver-host: the address executors reach the driver at
 
     @property
-    def checkpoint_dir(self) -> Path:
-        return self.data_dir / "checkpoints"
+    def checkpoint_dir(self) -> Path | str:
+        """Spark's checkpoints: --checkpoint-dir, else <data-dir>/checkpoints (cli.py requires
+        the flag when the data dir is remote)."""
+        if self.checkpoint_root is not None:
+            return self.checkpoint_root
+        return Path(self.data_dir) / "checkpoints"
 
+    @property
+    def lock_file(self) -> Path:
+        """The file that makes a run the only one on its data: in a local data dir; else beside
+        local checkpoints (not inside: --replay-from moves them aside); else in the broker's dir."""
+        if self.data_is_local:
+            return Path(self.data_dir) / LOCK_FILE
+        if not is_remote(self.checkpoint_dir):
+            checkpoints = Path(self.checkpoint_dir)
+            return checkpoints.with_name(f".{checkpoints.name}{LOCK_FILE}")
+        return self.broker_dir / LOCK_FILE
 
     def describe(self) -> str:
+        storage = (f" (storage options {redact_storage_options(self.storage_options)})"
+                   if self.storage_options and not self.data_is_local else "")
+        checkpoints = f"; checkpoints in {self.checkpoint_root}" if self.checkpoint_root is not None else ""
         return (
-            f"{self.describe_kafka()}; data in {self.data_dir}; "
+            f"{self.describe_kafka()}; data in {self.data_dir}{storage}{checkpoints}; "
             f"window {format_duration(self.window)}, watermark {format_duration(self.watermark)}"
         )
 
@@ -176,10 +209,11 @@ class LoadSettings(KafkaTarget):
     max_files_per_trigger: int = 10
     clean_source: str = "off"
     archive_dir: Path | None = None
-    checkpoint: Path | None = None
+    checkpoint: Path | str | None = None
     trigger: timedelta = timedelta(seconds=5)
     available_now: bool = False
     master: str = "local[*]"
+    driver_host: str | None = None
     spark_conf: tuple[tuple[str, str], ...] = ()
 
     @property

@@ -16,7 +16,7 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
-LOCK_FILE = ".trade-summary.lock"
+from streaming.config import LOCK_FILE
 
 
 class AlreadyRunning(RuntimeError):
@@ -24,8 +24,8 @@ class AlreadyRunning(RuntimeError):
 
 
 class InstanceLock:
-    def __init__(self, data_dir: str | Path):
-        self.path = Path(data_dir) / LOCK_FILE
+    def __init__(self, data_dir: str | Path | None = None, lock_file: Path | None = None):
+        self.path = lock_file if lock_file is not None else Path(data_dir) / LOCK_FILE
         self._fd: int | None = None
 
     def acquire(self, about: dict) -> None:

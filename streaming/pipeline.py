@@ -8,6 +8,7 @@ import logging
 import re
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 from pyspark.sql import DataFrame, SparkSession
@@ -61,7 +62,7 @@ def start_medallion_query(spark: SparkSession, settings: Settings, sink: Medalli
     writer = (
         parsed.writeStream.queryName(MEDALLION_QUERY)
         .outputMode("append")
-        .option("checkpointLocation", str(sink.checkpoint.path))
+        .option("checkpointLocation", sink.checkpoint.location)
         .foreachBatch(sink)
     )
     return with_trigger(writer, settings).start()
@@ -159,15 +160,16 @@ class Pipeline:
     def __init__(self, spark: SparkSession, settings: Settings, lake: Lake | None = None):
         self.spark = spark
         self.settings = settings
-        self.lake = lake or Lake(settings.data_dir)
-        self.checkpoints = Checkpoints(settings.checkpoint_dir)
+        self.lake = lake or Lake(settings.data_dir, settings.storage_options)
+        self.checkpoints = Checkpoints(settings.checkpoint_dir, spark)
         self.queries: list[StreamingQuery] = []
         self._starters: dict[str, Callable[[], StreamingQuery]] = {}
         self.sinks: dict[str, MedallionSink] = {}  # each query's current sink (a restart makes a new one)
         self.restarts: dict[str, Restarts] = {}
 
     def start(self) -> None:
-        self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+        if self.settings.data_is_local:
+            Path(self.settings.data_dir).mkdir(parents=True, exist_ok=True)
         if self.settings.replay_from is not None:
             moved = self.checkpoints.set_aside()
             self.checkpoints.remember_replay(self.settings.replay_from)

@@ -115,8 +115,8 @@ class Reconciler:
     def __init__(self, spark: SparkSession, settings: Settings, lake: Lake | None = None):
         self.spark = spark
         self.settings = settings
-        self.lake = lake or Lake(settings.data_dir)
-        self.checkpoint = Checkpoints(settings.checkpoint_dir).query(MEDALLION_QUERY)
+        self.lake = lake or Lake(settings.data_dir, settings.storage_options)
+        self.checkpoint = Checkpoints(settings.checkpoint_dir, spark).query(MEDALLION_QUERY)
 
     def watermark(self) -> datetime | None:
         """The latest watermark of the current query (windows ending by then are final)."""

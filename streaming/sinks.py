@@ -214,8 +214,8 @@ class MedallionSink:
         """Returns the latest event time among the trades silver took from the batch."""
         this = self.batch(batch_id)
         silver_now = self.lake.open(SILVER)
-        plan = BatchPlan(self.lake.root, silver_now.version(), judged_watermark(ledger), self.settings.window,
-                         datetime.now(timezone.utc), latest, self.settings.max_event_time_jump)
+        plan = BatchPlan(self.lake.root, self.lake.storage_options, silver_now.version(), judged_watermark(ledger),
+                         self.settings.window, datetime.now(timezone.utc), latest, self.settings.max_event_time_jump)
         results = TaskResults(batch.mapInArrow(ShareWriter(plan), ShareWriter.SCHEMA).toArrow())
         new_ids = results.new_id_hashes()
         if results.same_trade_kept_twice() or self.trade_ids.known(new_ids).any():

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 from pathlib import Path
 from typing import Iterable
+
+log = logging.getLogger(__name__)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LOG4J_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
@@ -71,9 +76,13 @@ def _package_zip() -> str:
     return str(target)
 
 
+def is_local_master(master: str) -> bool:
+    return master.strip().startswith("local")
+
+
 def default_shuffle_partitions(master: str) -> int:
     """One shuffle partition per local core (the reconciliation's recompute shuffles; the
-    stream does not). On a cluster, 8."""
+    stream does not). On a cluster, 8 until the executors are counted (size_to_cluster)."""
     master = master.strip()
     if master == "local":
         return 1
@@ -83,15 +92,87 @@ def default_shuffle_partitions(master: str) -> int:
     return (os.cpu_count() or 2) if match.group(1) == "*" else max(1, int(match.group(1)))
 
 
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def master_hosts(master: str) -> list[tuple[str, int]]:
+    """The (host, port) pairs a master URL names: spark://a:7077,b:7077, k8s://https://api:443,
+    mesos://...; none for local[*] or yarn (whose address is in the Hadoop configuration)."""
+    url = master.strip()
+    url = url[len("k8s://"):] if url.startswith("k8s://") else url
+    match = re.match(r"^[a-z]+://(.+)$", url)
+    if match is None:
+        return []
+    hosts = []
+    for part in match.group(1).split("/")[0].split(","):
+        host, sep, port = part.rpartition(":")
+        if not sep or not port.isdigit():
+            host, port = part, ""
+        hosts.append((host.strip("[]"), int(port) if port else 7077))
+    return hosts
+
+
+def reaching_address(host: str, port: int) -> str | None:
+    """This machine's address on the route to host:port (no packet is sent)."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect((host, port))
+            return probe.getsockname()[0]
+    except OSError:
+        return None
+
+
+def driver_address(master: str, driver_host: str | None) -> str:
+    """The address the driver binds and advertises: --driver-host; 127.0.0.1 for a local master
+    or one on this machine (the security default); else the address on the route to the master."""
+    if driver_host:
+        return driver_host
+    hosts = master_hosts(master)
+    if is_local_master(master) or (hosts and all(h in LOOPBACK for h, _ in hosts)):
+        return "127.0.0.1"
+    for host, port in hosts:
+        address = reaching_address(host, port)
+        if address:
+            return address
+    try:
+        return socket.gethostbyname(socket.getfqdn())
+    except OSError:
+        return "127.0.0.1"
+
+
+def size_to_cluster(spark, wait_s: float = 60.0) -> int:
+    """On a cluster: wait (up to wait_s) for the first executors, then size the shuffles to the
+    cores they bring. Returns the cores counted (0 if none came)."""
+    context = spark.sparkContext
+    tracker = context._jsc.sc().statusTracker()
+    deadline = time.monotonic() + wait_s
+    while len(tracker.getExecutorInfos()) <= 1 and time.monotonic() < deadline:  # the driver is one
+        time.sleep(0.5)
+    executors = len(tracker.getExecutorInfos()) - 1
+    if executors <= 0:
+        log.warning("no executor joined within %.0f s: is the cluster up, with free cores and memory? "
+                    "Spark keeps waiting for one", wait_s)
+        return 0
+    cores = int(context.defaultParallelism)
+    spark.conf.set("spark.sql.shuffle.partitions", str(cores))
+    log.info("%d executor%s with %d cores in all; shuffles use %d partitions", executors,
+             "" if executors == 1 else "s", cores, cores)
+    return cores
+
+
 def create_spark(master: str = "local[*]", app_name: str = "trade-summary", shuffle_partitions: int | None = None,
-                 conf_overrides: Iterable[tuple[str, str]] = ()):
-    """The session, with our settings and then `conf_overrides` (the user's --conf) over them."""
+                 conf_overrides: Iterable[tuple[str, str]] = (), driver_host: str | None = None):
+    """The session, with our settings and then `conf_overrides` (the user's --conf) over them.
+    On a cluster master the driver binds `driver_address(...)` so executors can connect back,
+    and shuffles are sized to the executors' cores unless --conf says otherwise."""
     check_java()
+    conf_overrides = list(conf_overrides)
+    address = dict(conf_overrides).get("spark.driver.host") or driver_address(master, driver_host)
     # Python workers must import `streaming` (the source's reader is pickled by reference).
     python_path = os.environ.get("PYTHONPATH", "")
     if str(REPO_ROOT) not in python_path.split(os.pathsep):
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), python_path) if p)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("SPARK_LOCAL_IP", address)
     # For the JVM and Spark's Python workers (read at their start): glibc gives each thread that
     # allocates its own arena, and librdkafka's and the JVM's threads kept much freed memory that
     # way while catching up (docs/performance.md#memory).
@@ -112,8 +193,8 @@ def create_spark(master: str = "local[*]", app_name: str = "trade-summary", shuf
         .set("spark.sql.shuffle.partitions", str(shuffle_partitions or default_shuffle_partitions(master)))
         .set("spark.ui.enabled", "false")
         .set("spark.ui.showConsoleProgress", "false")
-        .set("spark.driver.bindAddress", "127.0.0.1")
-        .set("spark.driver.host", "127.0.0.1")
+        .set("spark.driver.bindAddress", address)
+        .set("spark.driver.host", address)
         .set("spark.python.worker.reuse", "true")
         .set("spark.sql.execution.arrow.pyspark.enabled", "true")
         # The stream and the page's reconciliation share the cores (see fairscheduler.xml).
@@ -134,7 +215,9 @@ def create_spark(master: str = "local[*]", app_name: str = "trade-summary", shuf
         SparkContext(conf=conf, gateway=launch_gateway(conf, popen_kwargs={"start_new_session": True}))
     spark = SparkSession.builder.config(conf=conf).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    if not master.startswith("local"):
+    if not is_local_master(master):
         spark.sparkContext.addPyFile(_package_zip())
+        if shuffle_partitions is None and "spark.sql.shuffle.partitions" not in dict(conf_overrides):
+            size_to_cluster(spark)
     spark.dataSource.register(KafkaDataSource)
     return spark

@@ -46,6 +46,7 @@ class BatchPlan:
     """What the driver tells every task of one micro-batch (pickled to the workers)."""
 
     lake_root: str
+    storage_options: dict | None  # what a task on any host needs to reach the tables (locations.options_for_tasks)
     silver_version: int  # silver as the driver sees it before the batch
     watermark: datetime  # the batch's: trades at or before it are too late
     window: timedelta
@@ -100,7 +101,7 @@ class ShareWriter:
 
     def __init__(self, plan: BatchPlan):
         self.plan = plan
-        self.lake = Lake(plan.lake_root)
+        self.lake = Lake(plan.lake_root, plan.storage_options)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         rows = pa.Table.from_batches(list(batches))
@@ -131,7 +132,8 @@ class ShareWriter:
     def write(self, table: Table, rows: pa.Table) -> dict | None:
         if rows.num_rows == 0:
             return None
-        return _result(FILE, table.name, write_file(self.lake.location(table), rows.select(table.columns)))
+        return _result(FILE, table.name, write_file(self.lake.location(table), rows.select(table.columns),
+                                                     self.plan.storage_options))
 
 
 class TaskResults:

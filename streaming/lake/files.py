@@ -10,14 +10,18 @@ skip files by them, by offset and event time above all.
 from __future__ import annotations
 
 import json
+import os
+import socket
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from typing import Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
+
+from streaming.lake.locations import arrow_filesystem
 
 # Strings longer than this get no min/max (a truncated max would be wrong, and ids gain nothing).
 MAX_STAT_STRING = 32
@@ -63,14 +67,21 @@ def file_stats(rows: pa.Table) -> str:
                       separators=(",", ":"))
 
 
-def write_file(location: str, rows: pa.Table) -> DataFile:
+# Parquet key-value metadata naming the process that wrote the file (host, pid, working dir:
+# on a Spark cluster, the executor's), for whoever traces a file back to a task.
+WRITTEN_BY = b"trade_summary.written_by"
+
+
+def written_by() -> str:
+    return json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "cwd": os.getcwd()})
+
+
+def write_file(location: str, rows: pa.Table, storage_options: Mapping[str, str] | None = None) -> DataFile:
     """Write `rows` as one new Parquet file under the table's `location`."""
     name = f"part-{uuid.uuid4()}-c000.snappy.parquet"
-    if "://" in location and not location.startswith("file://"):
-        filesystem, root = pafs.FileSystem.from_uri(location)
-    else:
-        filesystem, root = pafs.LocalFileSystem(), location.removeprefix("file://")
-    path = f"{root.rstrip('/')}/{name}"
-    pq.write_table(rows, path, filesystem=filesystem, compression="snappy")
+    filesystem, root = arrow_filesystem(location, storage_options)
+    path = f"{root.rstrip('/')}/{name}" if root else name
+    metadata = {**(rows.schema.metadata or {}), WRITTEN_BY: written_by().encode()}
+    pq.write_table(rows.replace_schema_metadata(metadata), path, filesystem=filesystem, compression="snappy")
     size = filesystem.get_file_info(path).size
     return DataFile(name, size, rows.num_rows, file_stats(rows))

@@ -133,6 +133,9 @@ def test_load_defaults_use_the_embedded_broker_and_leave_files_in_place(tmp_path
     (["--from", "{tmp}", "--archive-dir", "/tmp/a"], "needs --clean-source archive"),
     (["--from", "{tmp}", "--clean-source", "archive", "--archive-dir", "{tmp}/archive"], "inside --from"),
     (["--from", "{tmp}", "--max-files-per-trigger", "0"], "positive"),
+    (["--from", "{tmp}", "--data-dir", "s3://bucket/lake"], "give --checkpoint"),
+    (["--from", "{tmp}", "--data-dir", "s3://bucket/lake", "--checkpoint", "{tmp}/../ck", "--clean-source", "archive"],
+     "give --archive-dir"),
 ])
 def test_bad_load_flags_raise_a_readable_usage_error(tmp_path, argv, message):
     with pytest.raises(UsageError, match=message):
