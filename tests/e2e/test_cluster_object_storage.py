@@ -1,11 +1,13 @@
 """The pipeline on a Spark standalone cluster (a master and two one-core workers) with its
 tables on an S3-compatible store and its checkpoints on a local dir, fed by an external
 broker: the tables are exact, the executors wrote the table files, and a SIGTERM and restart
-continue exactly.
+continue exactly, with the dashboard reading
+the tables from the store and never showing a secret.
 """
 
 import json
 import signal
+import urllib.request
 from collections import defaultdict
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -13,13 +15,14 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
+from dashboard.client import store_snapshot
 from streaming.lake.files import WRITTEN_BY
 from streaming.lake.locations import arrow_filesystem
 from streaming.lake.store import Lake
 from streaming.lake.tables import BRONZE, GOLD, QUARANTINE, SILVER
 from tests.support.cluster import s3_server, standalone_cluster
 from tests.support.corpus import trade
-from tests.support.kafka import TopicWriter
+from tests.support.kafka import TopicWriter, free_port
 from tests.support.process import RunPy
 from tests.support.waiting import wait_for
 
@@ -65,6 +68,34 @@ def writers_of(lake: Lake, table, options: dict) -> list[dict]:
     return found
 
 
+class DashboardOverHttp:
+    """The few calls dashboard.client makes of a Flask test client, against a running dashboard."""
+
+    class Answer:
+        def __init__(self, status_code: int, data: bytes):
+            self.status_code, self.data = status_code, data
+
+        def get_json(self):
+            return json.loads(self.data)
+
+    def __init__(self, port: int):
+        self.base = f"http://127.0.0.1:{port}"
+
+    def post(self, path: str, json: dict):
+        request = urllib.request.Request(self.base + path, data=_dumps(json), method="POST",
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return self.Answer(response.status, response.read())
+
+    def get_text(self, path: str) -> str:
+        with urllib.request.urlopen(self.base + path, timeout=30) as response:
+            return response.read().decode()
+
+
+def _dumps(value) -> bytes:
+    return json.dumps(value).encode()
+
+
 def test_a_standalone_cluster_writes_exact_tables_to_object_storage_and_restarts(broker, topic, tmp_path):
     with s3_server(tmp_path / "s3") as s3, standalone_cluster(tmp_path / "cluster", workers=2) as cluster:
         s3.create_bucket("lake")
@@ -101,11 +132,16 @@ def test_a_standalone_cluster_writes_exact_tables_to_object_storage_and_restarts
 
         second = trades(300, 200)
         writer.send(*second, *first[:5], b"[1, 2]")
-        app = RunPy(*args, env=options)
+        web = free_port()  # this time with the dashboard, which reads the tables from the store too
+        app = RunPy(*[a for a in args if a != "--no-dashboard"], "--port", str(web), env=options)
         try:
             wait_for(lambda: (gold_of(lake, options) == expected_gold(first + second)
                               and len(read(lake, BRONZE, options)) == 322 + 206) or None, 300, 2,
                      what="gold to match every trade after the restart and bronze to hold every record")
+            page = DashboardOverHttp(web)
+            assert store_snapshot(page)["kpis"]["trades"] == 500
+            shown = page.get_text("/") + page.get_text("/_dash-layout") + page.get_text("/api/status")
+            assert "test-secret-never-printed" not in shown
             code, _ = app.terminate(signal.SIGTERM, 60)
             assert code == 0, app.output
         finally:
