@@ -1,8 +1,8 @@
 """The pipeline on a Spark standalone cluster (a master and two one-core workers) with its
 tables on an S3-compatible store and its checkpoints on a local dir, fed by an external
 broker: the tables are exact, the executors wrote the table files, and a SIGTERM and restart
-continue exactly, with the dashboard reading
-the tables from the store and never showing a secret.
+continue exactly, with the dashboard reading the tables from the store and never showing a
+secret.
 """
 
 import json
