@@ -104,7 +104,23 @@ def options_for_tasks(flags: Mapping[str, str], environ: Mapping[str, str] | Non
     this process (as deltalake reads them), then the --storage-option flags over them."""
     environ = os.environ if environ is None else environ
     found = {key: value for key, value in environ.items() if key.startswith(STORAGE_ENV_PREFIXES)}
-    return {**found, **flags}
+    return with_plain_http_allowed({**found, **flags})
+
+
+ENDPOINT_KEYS = frozenset({"aws_endpoint_url", "aws_endpoint", "endpoint_url", "endpoint"})
+ALLOW_HTTP_KEYS = frozenset({"aws_allow_http", "allow_http"})
+
+
+def with_plain_http_allowed(options: dict[str, str]) -> dict[str, str]:
+    """An http:// endpoint (MinIO, a local S3) is what the user asked for: allow plain HTTP for
+    it unless an allow-http option says otherwise, rather than failing every request with
+    the object store's "URL scheme is not allowed"."""
+    keys = {key.lower() for key in options}
+    plain = any(key.lower() in ENDPOINT_KEYS and value.strip().lower().startswith("http://")
+                for key, value in options.items())
+    if plain and not keys & ALLOW_HTTP_KEYS:
+        return {**options, "AWS_ALLOW_HTTP": "true"}
+    return options
 
 
 def arrow_filesystem(location: str | Path, options: Mapping[str, str] | None = None):

@@ -103,12 +103,16 @@ def test_a_standalone_cluster_writes_exact_tables_to_object_storage_and_restarts
         lake = Lake("s3://lake/trades", options)
         args = ["--no-dashboard", "--no-producer", "--master", cluster.url, "--data-dir", "s3://lake/trades",
                 "--checkpoint-dir", str(tmp_path / "checkpoints"), "--broker-dir", str(tmp_path / "unused-broker"),
-                "--bootstrap-servers", broker.bootstrap_servers, "--topic", topic, "--trigger", "2 seconds"]
+                "--bootstrap-servers", broker.bootstrap_servers, "--topic", topic, "--trigger", "2 seconds",
+                # The endpoint by flag and the credentials from the environment, as a user may
+                # split them; an http:// endpoint needs no AWS_ALLOW_HTTP.
+                "--storage-option", f"AWS_ENDPOINT_URL={s3.endpoint}"]
+        app_env = {k: v for k, v in options.items() if k not in ("AWS_ENDPOINT_URL", "AWS_ALLOW_HTTP")}
         writer = TopicWriter(broker.bootstrap_servers, topic)
         first = trades(0, 300)
         writer.send(*first, *first[:20], b"{broken", b"\xff not utf-8")  # 20 copies and 2 bad records
 
-        app = RunPy(*args, env=options)
+        app = RunPy(*args, env=app_env)
         try:
             app.wait_for_line("query 'medallion' started", 240)
             wait_for(lambda: (gold_of(lake, options) == expected_gold(first)
@@ -133,7 +137,7 @@ def test_a_standalone_cluster_writes_exact_tables_to_object_storage_and_restarts
         second = trades(300, 200)
         writer.send(*second, *first[:5], b"[1, 2]")
         web = free_port()  # this time with the dashboard, which reads the tables from the store too
-        app = RunPy(*[a for a in args if a != "--no-dashboard"], "--port", str(web), env=options)
+        app = RunPy(*[a for a in args if a != "--no-dashboard"], "--port", str(web), env=app_env)
         try:
             wait_for(lambda: (gold_of(lake, options) == expected_gold(first + second)
                               and len(read(lake, BRONZE, options)) == 322 + 206) or None, 300, 2,

@@ -68,6 +68,15 @@ def test_storage_options_come_from_the_environment_and_flags_win():
     assert "HOME" not in options
 
 
+def test_an_http_endpoint_allows_plain_http_unless_told_otherwise():
+    assert options_for_tasks({"AWS_ENDPOINT_URL": "http://127.0.0.1:9000"}, {})["AWS_ALLOW_HTTP"] == "true"
+    assert options_for_tasks({"endpoint": "HTTP://minio:9000"}, {})["AWS_ALLOW_HTTP"] == "true"
+    assert options_for_tasks({"allow_http": "false"}, {"AWS_ENDPOINT_URL": "http://minio:9000"}) == \
+        {"AWS_ENDPOINT_URL": "http://minio:9000", "allow_http": "false"}
+    assert "AWS_ALLOW_HTTP" not in options_for_tasks({"AWS_ENDPOINT_URL": "https://s3.example"}, {})
+    assert "AWS_ALLOW_HTTP" not in options_for_tasks({}, {})
+
+
 def test_secret_storage_options_are_redacted():
     shown = redact_storage_options({**S3_ENV, "AZURE_STORAGE_SAS_TOKEN": "sv=1", "GOOGLE_SERVICE_ACCOUNT_KEY": "{}"})
     assert shown["AWS_SECRET_ACCESS_KEY"] == shown["AZURE_STORAGE_SAS_TOKEN"] == "***"
