@@ -147,6 +147,7 @@ class App(Command):
         log.info("Trade Summary: %s", s.describe())
         self._take_data_dir()
         self._check_java()
+        self._check_tables_reachable()
         if s.dashboard_enabled and not s.available_now and not port_is_free(s.port, s.host):
             raise StartupError(f"port {s.port} on {s.host} is already in use, so the dashboard cannot start: "
                                "choose another with --port N")
@@ -167,6 +168,17 @@ class App(Command):
             self.instance.acquire(about)
         except AlreadyRunning as exc:
             raise StartupError(str(exc)) from None
+
+    def _check_tables_reachable(self) -> None:
+        """An object store that cannot be reached fails the start at once, in a line, before
+        the broker and Spark start."""
+        from streaming.lake.locations import StorageUnreachable, check_reachable
+
+        try:
+            check_reachable(self.settings.data_dir, self.settings.storage_options)
+        except StorageUnreachable as exc:
+            raise StartupError(f"{exc}. Check the bucket, the credentials and the endpoint (AWS_*, AZURE_*, "
+                               "GOOGLE_* variables or --storage-option)") from None
 
     def _start_simulator(self) -> None:
         from streaming.simulation.market import resume_market_time

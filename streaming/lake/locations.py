@@ -134,3 +134,39 @@ def arrow_filesystem(location: str | Path, options: Mapping[str, str] | None = N
     from deltalake.fs import DeltaStorageHandler
 
     return pafs.PyFileSystem(DeltaStorageHandler(str(location), dict(options) if options else None)), ""
+
+
+class StorageUnreachable(Exception):
+    """The object store behind a remote location cannot be listed (no bucket, no access, no
+    connection): the message says why, in a line."""
+
+
+ANSI_ESCAPES = re.compile(r"\x1b\[[0-9;]*m")
+S3_ERROR = re.compile(r"<Code>(?P<code>[^<]*)</Code>\s*<Message>(?P<message>[^<]*)</Message>")
+
+
+def storage_error_summary(error: BaseException | str) -> str:
+    """An object-store error of deltalake's (a chain of "↳ cause" lines, ANSI colours, the
+    server's XML) as one readable line: the store's own code and message when it sent one,
+    else the innermost causes."""
+    text = ANSI_ESCAPES.sub("", str(error))
+    found = S3_ERROR.search(text)
+    if found:
+        return f"{found['code']}: {found['message']}"
+    causes = [line.strip().lstrip("↳").strip() for line in text.splitlines()]
+    causes = [cause for cause in causes if cause]
+    return "; ".join(causes[-3:]) if causes else type(error).__name__
+
+
+def check_reachable(location: str | Path, options: Mapping[str, str] | None = None) -> None:
+    """Lists a remote location's prefix once (a local one needs nothing): raises
+    StorageUnreachable rather than letting the first table open fail deep in a start."""
+    if not is_remote(location):
+        return
+    import pyarrow.fs as pafs
+
+    filesystem, root = arrow_filesystem(location, options)
+    try:
+        filesystem.get_file_info(pafs.FileSelector(root, allow_not_found=True))
+    except OSError as exc:
+        raise StorageUnreachable(f"cannot reach the tables at {location}: {storage_error_summary(exc)}") from None

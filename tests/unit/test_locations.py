@@ -14,6 +14,7 @@ from streaming.lake.locations import (
     is_remote,
     options_for_tasks,
     redact_storage_options,
+    storage_error_summary,
     storage_option_pair,
 )
 from streaming.lake.store import Lake
@@ -156,3 +157,14 @@ def test_the_driver_binds_loopback_unless_the_cluster_is_elsewhere():
     assert driver_address("spark://10.0.0.5:7077", "10.0.0.9") == "10.0.0.9"
     assert driver_address("local[2]", "192.168.1.4") == "192.168.1.4"
     assert parse_settings(["--driver-host", "10.0.0.9"]).driver_host == "10.0.0.9"
+
+
+def test_an_object_store_error_becomes_one_line_with_the_stores_own_reason():
+    chain = ("Generic S3 error\n  \x1b[31m↳\x1b[0m Error performing list request\n  \x1b[31m↳\x1b[0m 404 Not Found\n"
+             "  \x1b[31m↳\x1b[0m <?xml version=\"1.0\"?>\n<Error><Code>NoSuchBucket</Code><Message>The specified "
+             "bucket does not exist</Message></Error>")
+    assert storage_error_summary(OSError(chain)) == "NoSuchBucket: The specified bucket does not exist"
+    refused = "Generic S3 error\n \x1b[31m↳\x1b[0m error sending request\n \x1b[31m↳\x1b[0m tcp connect error\n" \
+              " \x1b[31m↳\x1b[0m Connection refused (os error 111)\n"
+    assert storage_error_summary(refused) == \
+        "error sending request; tcp connect error; Connection refused (os error 111)"
