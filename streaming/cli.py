@@ -154,9 +154,11 @@ def add_spark_arguments(group) -> None:
     group.add_argument("--master", default="local[*]",
                        help="Spark master URL, e.g. spark://host:7077, yarn, k8s://... (default: %(default)s)")
     group.add_argument("--driver-host", metavar="ADDRESS",
-                       help="on a cluster, the address of this machine the executors connect back to; the driver "
-                            "binds to it (default: 127.0.0.1 for a local master or one on this machine, else the "
-                            "address this machine reaches the master from; --conf spark.driver.host wins)")
+                       help="on a cluster, the address or name the executors connect back to the driver at; "
+                            "the driver binds to it when it is this machine's, else (NAT, a Kubernetes service) "
+                            "to the address that reaches the master (default: 127.0.0.1 for a local master or one "
+                            "on this machine, else the address this machine reaches the master from; --conf "
+                            "spark.driver.host and spark.driver.bindAddress win)")
     add_spark_conf_argument(group)
 
 

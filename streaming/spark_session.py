@@ -140,6 +140,24 @@ def driver_address(master: str, driver_host: str | None) -> str:
         return "127.0.0.1"
 
 
+def can_bind(host: str) -> bool:
+    """Whether `host` is an address (or a name of one) of this machine."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind((host, 0))
+        return True
+    except OSError:
+        return False
+
+
+def bind_address(master: str, advertised: str) -> str:
+    """Where the driver listens: the address it advertises when that is this machine's; else
+    (NAT, a Kubernetes service name) the address on the route to the master."""
+    if can_bind(advertised):
+        return advertised
+    return driver_address(master, None)
+
+
 def size_to_cluster(spark, wait_s: float = 60.0) -> int:
     """On a cluster: wait (up to wait_s) for the first executors, then size the shuffles to the
     cores they bring. Returns the cores counted (0 if none came)."""
@@ -163,16 +181,18 @@ def size_to_cluster(spark, wait_s: float = 60.0) -> int:
 def create_spark(master: str = "local[*]", app_name: str = "trade-summary", shuffle_partitions: int | None = None,
                  conf_overrides: Iterable[tuple[str, str]] = (), driver_host: str | None = None):
     """The session, with our settings and then `conf_overrides` (the user's --conf) over them.
-    On a cluster master the driver binds `driver_address(...)` so executors can connect back,
+    On a cluster master the driver advertises `driver_address(...)` so executors can connect
+    back (and binds it, or the address on the route to the master: bind_address),
     and shuffles are sized to the executors' cores unless --conf says otherwise."""
     check_java()
     conf_overrides = list(conf_overrides)
     address = dict(conf_overrides).get("spark.driver.host") or driver_address(master, driver_host)
+    bind = bind_address(master, address)
     # Python workers must import `streaming` (the source's reader is pickled by reference).
     python_path = os.environ.get("PYTHONPATH", "")
     if str(REPO_ROOT) not in python_path.split(os.pathsep):
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), python_path) if p)
-    os.environ.setdefault("SPARK_LOCAL_IP", address)
+    os.environ.setdefault("SPARK_LOCAL_IP", bind)
     # For the JVM and Spark's Python workers (read at their start): glibc gives each thread that
     # allocates its own arena, and librdkafka's and the JVM's threads kept much freed memory that
     # way while catching up (docs/performance.md#memory).
@@ -193,7 +213,7 @@ def create_spark(master: str = "local[*]", app_name: str = "trade-summary", shuf
         .set("spark.sql.shuffle.partitions", str(shuffle_partitions or default_shuffle_partitions(master)))
         .set("spark.ui.enabled", "false")
         .set("spark.ui.showConsoleProgress", "false")
-        .set("spark.driver.bindAddress", address)
+        .set("spark.driver.bindAddress", bind)
         .set("spark.driver.host", address)
         .set("spark.python.worker.reuse", "true")
         .set("spark.sql.execution.arrow.pyspark.enabled", "true")

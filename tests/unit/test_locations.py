@@ -19,7 +19,7 @@ from streaming.lake.locations import (
 )
 from streaming.lake.store import Lake
 from streaming.lake.tables import GOLD
-from streaming.spark_session import driver_address, master_hosts
+from streaming.spark_session import bind_address, driver_address, master_hosts
 
 S3_ENV = {"AWS_ENDPOINT_URL": "http://127.0.0.1:9000", "AWS_ACCESS_KEY_ID": "id", "AWS_SECRET_ACCESS_KEY": "s3cr3t",
           "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true", "HOME": "/root"}
@@ -157,6 +157,12 @@ def test_the_driver_binds_loopback_unless_the_cluster_is_elsewhere():
     assert driver_address("spark://10.0.0.5:7077", "10.0.0.9") == "10.0.0.9"
     assert driver_address("local[2]", "192.168.1.4") == "192.168.1.4"
     assert parse_settings(["--driver-host", "10.0.0.9"]).driver_host == "10.0.0.9"
+
+
+def test_the_driver_binds_what_it_advertises_only_when_that_address_is_its_own():
+    assert bind_address("spark://127.0.0.1:7077", "127.0.0.1") == "127.0.0.1"
+    # NAT or a Kubernetes service: advertised to the executors, not an address of this machine
+    assert bind_address("spark://127.0.0.1:7077", "203.0.113.9") == "127.0.0.1"
 
 
 def test_an_object_store_error_becomes_one_line_with_the_stores_own_reason():
