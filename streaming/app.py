@@ -136,7 +136,7 @@ class App(Command):
         self.pipeline = None
         self.health = None
         self.web = None
-        self.instance = InstanceLock(lock_file=settings.lock_file)
+        self.instance = InstanceLock(settings.lock_file)
         self._catch_up_logged_at = float("-inf")  # when progress through a backlog was last logged
 
     # -- start ----------------------------------------------------------------------------

@@ -334,6 +334,11 @@ def _kafka_target(ns: argparse.Namespace, environ: Mapping[str, str]) -> dict:
                 broker_port=ns.broker_port, topic=ns.topic, kafka_options=kafka_options)
 
 
+def _spark(ns: argparse.Namespace) -> dict:
+    """What add_spark_arguments read."""
+    return dict(master=ns.master, driver_host=(ns.driver_host or "").strip() or None, spark_conf=tuple(ns.conf))
+
+
 def _storage(ns: argparse.Namespace, environ: Mapping[str, str]) -> dict:
     """Where the tables and checkpoints live, and the storage options that reach them."""
     remote = is_remote(ns.data_dir)
@@ -361,7 +366,7 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None
     return Settings(
         **_kafka_target(ns, environ),
         **_storage(ns, environ),
-        driver_host=(ns.driver_host or "").strip() or None,
+        **_spark(ns),
         producer_enabled=not ns.no_producer,
         dashboard_enabled=not ns.no_dashboard,
         host=ns.host,
@@ -376,8 +381,6 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None
         available_now=ns.available_now,
         max_offsets_per_trigger=ns.max_offsets_per_trigger,
         replay_from=ns.replay_from,
-        master=ns.master,
-        spark_conf=tuple(ns.conf),
         log_every_batches=ns.log_every,
         max_query_restarts=ns.max_query_restarts,
         refresh_ms=ns.refresh_ms,
@@ -466,9 +469,7 @@ def parse_load_settings(argv: Sequence[str], environ: Mapping[str, str] | None =
         checkpoint=ns.checkpoint,
         trigger=ns.trigger,
         available_now=ns.available_now,
-        master=ns.master,
-        driver_host=(ns.driver_host or "").strip() or None,
-        spark_conf=tuple(ns.conf),
+        **_spark(ns),
     )
     if settings.clean_source == "archive" and settings.archive_location.resolve().is_relative_to(
             settings.source_dir.resolve()):

@@ -24,9 +24,13 @@ class AlreadyRunning(RuntimeError):
 
 
 class InstanceLock:
-    def __init__(self, data_dir: str | Path | None = None, lock_file: Path | None = None):
-        self.path = lock_file if lock_file is not None else Path(data_dir) / LOCK_FILE
+    def __init__(self, path: Path):
+        self.path = path  # Settings.lock_file: in a local data dir, else beside the checkpoints
         self._fd: int | None = None
+
+    @classmethod
+    def of_data_dir(cls, data_dir: str | Path) -> InstanceLock:
+        return cls(Path(data_dir) / LOCK_FILE)
 
     def acquire(self, about: dict) -> None:
         """Take the data dir, recording `about` (ports, ...) with this process's id; raise

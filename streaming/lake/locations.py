@@ -25,38 +25,39 @@ _SECRET = re.compile(r"secret|key|token|password|credential|sas|signature|bearer
 _URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://(.*)$")
 
 
-def data_location(text: str) -> Path | str:
-    """A --data-dir value: a local path (a plain path or file://) -> Path; an object-store URI
-    -> the URI as given (without a trailing slash). Raises ValueError for other schemes."""
+def _parse(text: str, example: str) -> Path | tuple[str, str, str]:
+    """A location flag's value: a local path (a plain path or file://) -> Path; another URI ->
+    (its lower-case scheme, the rest after '://', the text as given)."""
     text = str(text).strip()
     match = _URI.match(text)
     if match is None:
         if not text:
-            raise ValueError("expected a path or a URI such as s3://bucket/prefix")
+            raise ValueError(f"expected a path or a URI such as {example}")
         return Path(text)
     scheme, rest = match.group(1).lower(), match.group(2)
-    if scheme == "file":
-        return Path("/" + rest.lstrip("/"))
+    return Path("/" + rest.lstrip("/")) if scheme == "file" else (scheme, rest, text)
+
+
+def data_location(text: str) -> Path | str:
+    """A --data-dir value: a local path (a plain path or file://) -> Path; an object-store URI
+    -> the URI as given (without a trailing slash). Raises ValueError for other schemes."""
+    parsed = _parse(text, "s3://bucket/prefix")
+    if isinstance(parsed, Path):
+        return parsed
+    scheme, rest, given = parsed
     if scheme not in REMOTE_SCHEMES:
-        raise ValueError(f"unsupported location {text!r}: expected a local path or a URI with one of the schemes "
+        raise ValueError(f"unsupported location {given!r}: expected a local path or a URI with one of the schemes "
                          f"file, {', '.join(REMOTE_SCHEMES)}")
-    if not urlparse(text).netloc:
-        raise ValueError(f"location {text!r} names no bucket or container, e.g. s3://bucket/prefix")
+    if not urlparse(given).netloc:
+        raise ValueError(f"location {given!r} names no bucket or container, e.g. s3://bucket/prefix")
     return f"{scheme}://{rest.rstrip('/')}"
 
 
 def checkpoint_location(text: str) -> Path | str:
     """A --checkpoint-dir value: a local path (or file://) -> Path; another URI (hdfs://,
     s3a://, ...: whatever Spark's Hadoop file systems take) -> the URI as given."""
-    text = str(text).strip()
-    match = _URI.match(text)
-    if match is None:
-        if not text:
-            raise ValueError("expected a path or a Hadoop URI such as hdfs://namenode/checkpoints")
-        return Path(text)
-    if match.group(1).lower() == "file":
-        return Path("/" + match.group(2).lstrip("/"))
-    return text.rstrip("/")
+    parsed = _parse(text, "hdfs://namenode/checkpoints")
+    return parsed if isinstance(parsed, Path) else parsed[2].rstrip("/")
 
 
 def local_directory(text: str) -> Path:

@@ -35,6 +35,7 @@ from deltalake.transaction import AddAction
 
 from streaming.lake import tables
 from streaming.lake.files import DataFile
+from streaming.lake.locations import is_remote, local_path
 from streaming.lake.tables import Table, Write, same_values
 from streaming.rows import one_per_key
 
@@ -104,10 +105,6 @@ def plain_strings(rows: pa.Table) -> pa.Table:
         return rows
     return rows.cast(pa.schema([field.with_type(pa.string()) if pa.types.is_string_view(field.type) else field
                                 for field in rows.schema]))
-
-
-def is_local(location: str) -> bool:
-    return "://" not in location or location.startswith("file://")
 
 
 class _OpenTables(threading.local):
@@ -186,8 +183,8 @@ class Lake:
         opened = self.open(table)
         if opened is None:
             location = self.location(table)
-            if is_local(location):
-                Path(location.removeprefix("file://")).mkdir(parents=True, exist_ok=True)
+            if not is_remote(location):
+                local_path(location).mkdir(parents=True, exist_ok=True)
             DeltaTable.create(location, table.schema, mode="ignore", storage_options=self.storage_options)
             return
         present = set(opened.schema().to_arrow().names)
@@ -221,14 +218,14 @@ class Lake:
         """True when a local table has no commit after the open version: each Delta commit is
         the next numbered file in _delta_log, so one stat says so, where bringing the table up
         to date lists and reads the log (milliseconds, per table, per refresh and per batch)."""
-        return is_local(location) and not (Path(location.removeprefix("file://")) / "_delta_log"
-                                            / f"{opened.version() + 1:020d}.json").exists()
+        return not is_remote(location) and not (local_path(location) / "_delta_log"
+                                                / f"{opened.version() + 1:020d}.json").exists()
 
     @staticmethod
     def _still_there(location: str, opened: DeltaTable) -> bool:
         """False if the table was removed (and perhaps made anew) since it was opened."""
-        return not is_local(location) or (Path(location.removeprefix("file://")) / "_delta_log"
-                                           / f"{opened.version():020d}.json").exists()
+        return is_remote(location) or (local_path(location) / "_delta_log"
+                                       / f"{opened.version():020d}.json").exists()
 
     def history(self, table: Table, limit: int | None = None) -> list[dict]:
         """The table's commits, newest first: version, timestamp (ms), operation, ..."""
@@ -355,8 +352,8 @@ class Lake:
 
     def _append(self, table: Table, opened: DeltaTable | None, rows: pa.Table, commit: CommitProperties) -> None:
         location = self.location(table)
-        if opened is None and is_local(location):
-            Path(location.removeprefix("file://")).mkdir(parents=True, exist_ok=True)
+        if opened is None and not is_remote(location):
+            local_path(location).mkdir(parents=True, exist_ok=True)
         write_deltalake(opened if opened is not None else location, rows, mode="append", commit_properties=commit,
                         storage_options=None if opened is not None else self.storage_options)
 
