@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 from pathlib import Path
 
@@ -64,8 +65,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
+def interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    # A SIGTERM (`kill`, `timeout`) stops the run as Ctrl-C does, so its broker and Spark stop too.
+    signal.signal(signal.SIGTERM, interrupt)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s  %(message)s", datefmt="%H:%M:%S")
     for noisy in ("py4j", "streaming", "deltalake"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
