@@ -16,8 +16,6 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
-from streaming.config import LOCK_FILE
-
 
 class AlreadyRunning(RuntimeError):
     """Another app holds the data dir; the message names it."""
@@ -27,10 +25,6 @@ class InstanceLock:
     def __init__(self, path: Path):
         self.path = path  # Settings.lock_file: in a local data dir, else beside the checkpoints
         self._fd: int | None = None
-
-    @classmethod
-    def of_data_dir(cls, data_dir: str | Path) -> InstanceLock:
-        return cls(Path(data_dir) / LOCK_FILE)
 
     def acquire(self, about: dict) -> None:
         """Take the data dir, recording `about` (ports, ...) with this process's id; raise
