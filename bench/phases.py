@@ -105,7 +105,7 @@ def catch_up(spark, settings: Settings, oracle: Oracle, what: str) -> tuple[floa
         raise RuntimeError(f"{what}: query {failures[0].name} failed: {failures[0].error}")
     span_start, span_end, batches = float("inf"), 0.0, {}
     for query in pipeline.queries:
-        batches[query.name], first, last = batch_stats(query.recentProgress)
+        batches[query.name], first, last = batch_stats(pipeline.progress(query))
         span_start, span_end = min(span_start, first), max(span_end, last)
     check_gold(settings.data_dir, oracle, what)
     end_to_end = oracle.count / wall

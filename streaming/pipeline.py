@@ -8,16 +8,16 @@ import logging
 import re
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from streaming import silver
 from streaming.config import LoadSettings, Settings, format_duration
 from streaming.kafka.datasource import SOURCE_NAME
-from streaming.kafka.options import spark_kafka_options
+from streaming.kafka.options import SourceOptions, spark_kafka_options
 from streaming.lake.checkpoints import Checkpoints
 from streaming.lake.store import Lake
 from streaming.sinks import MedallionSink
@@ -27,24 +27,27 @@ log = logging.getLogger(__name__)
 MEDALLION_QUERY = "medallion"  # reads Kafka and writes every table
 
 
-def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
-    reader = (
-        spark.readStream.format(SOURCE_NAME)
-        .option("subscribe", settings.topic)
+def kafka_source_options(spark: SparkSession, settings: Settings) -> dict[str, str]:
+    options = {
+        "subscribe": settings.topic,
         # A new query starts at the earliest retained offset, so trades produced while
         # Spark was starting are not missed. A restart resumes from its checkpoint instead.
-        .option("startingOffsets", "earliest")
-        .option("failOnDataLoss", str(settings.fail_on_data_loss).lower())
-        .option("fetchOffset.retryTimeoutMs", str(int(settings.kafka_retry_timeout.total_seconds() * 1000)))
-    )
-    reader = reader.options(**spark_kafka_options(settings.kafka_client_config()))
+        "startingOffsets": "earliest",
+        "failOnDataLoss": str(settings.fail_on_data_loss).lower(),
+        "fetchOffset.retryTimeoutMs": str(int(settings.kafka_retry_timeout.total_seconds() * 1000)),
+        **spark_kafka_options(settings.kafka_client_config()),
+        # One wave of read tasks: as many as the cores, each reading whole partitions.
+        "maxTasks": str(spark.sparkContext.defaultParallelism),
+    }
     if settings.replay_from is not None:
-        reader = reader.option("startingTimestamp", str(int(settings.replay_from.timestamp() * 1000)))
+        options["startingTimestamp"] = str(int(settings.replay_from.timestamp() * 1000))
     if settings.max_offsets_per_trigger:
-        reader = reader.option("maxOffsetsPerTrigger", str(settings.max_offsets_per_trigger))
-    # One wave of read tasks: as many as the cores, each reading whole partitions.
-    reader = reader.option("maxTasks", str(spark.sparkContext.defaultParallelism))
-    return reader.load()
+        options["maxOffsetsPerTrigger"] = str(settings.max_offsets_per_trigger)
+    return options
+
+
+def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
+    return spark.readStream.format(SOURCE_NAME).options(**kafka_source_options(spark, settings)).load()
 
 
 def with_trigger(writer, settings: Settings | LoadSettings):
@@ -55,12 +58,10 @@ def with_trigger(writer, settings: Settings | LoadSettings):
 
 
 def start_medallion_query(spark: SparkSession, settings: Settings, sink: MedallionSink) -> StreamingQuery:
-    """The one query: Kafka is read and parsed once, and each micro-batch feeds every table."""
-    # The sink splits on `reason` and stamps `ingested_at`: a current_timestamp() here would be a new
-    # literal in every micro-batch, and Spark would compile the whole parse again each time.
-    parsed = silver.parse_trades(read_kafka(spark, settings)).drop("valid")
+    """The one query: Kafka is read and parsed once, and each micro-batch feeds every table. The
+    source plans each batch's offset ranges (kept in the checkpoint); the sink's tasks read them."""
     writer = (
-        parsed.writeStream.queryName(MEDALLION_QUERY)
+        read_kafka(spark, settings).writeStream.queryName(MEDALLION_QUERY)
         .outputMode("append")
         .option("checkpointLocation", sink.checkpoint.location)
         .foreachBatch(sink)
@@ -104,11 +105,32 @@ def processed_offsets(progress: dict) -> dict[str, int]:
     return offsets
 
 
+def counted_progress(progress: list[dict], sink: MedallionSink | None) -> list[dict]:
+    """A query's progress reports with each batch's input counted: Spark counts the rows its
+    source's plan produced, and a batch whose tasks read Kafka themselves has none of those, so
+    the records the sink read are the batch's input (and its rates)."""
+    counted, previous_start = [], None
+    for report in progress:
+        start = datetime.fromisoformat(report["timestamp"].replace("Z", "+00:00")).timestamp()
+        read = sink.records_read.get(report.get("batchId")) if sink else None
+        if read and not report.get("numInputRows"):
+            seconds = ((report.get("durationMs") or {}).get("triggerExecution") or 0) / 1000
+            since = start - previous_start if previous_start is not None else seconds
+            report = {**report, "numInputRows": read,
+                      "processedRowsPerSecond": read / seconds if seconds > 0 else 0.0,
+                      "inputRowsPerSecond": read / since if since > 0 else 0.0}
+        counted.append(report)
+        previous_start = start
+    return counted
+
+
 def query_status(query: StreamingQuery, restarts: int = 0, last_restart_error: str | None = None,
                  sink: MedallionSink | None = None) -> QueryStatus:
-    """sink: the query's, for the watermark now in effect (from every batch done) and any data loss."""
+    """sink: the query's, for the watermark now in effect (from every batch done), any data loss
+    and the records its batches read."""
     watermark = sink.watermark if sink else None
-    progress = query.lastProgress or {}
+    recent = counted_progress(query.recentProgress[-2:], sink)
+    progress = recent[-1] if recent else {}
     exception = query.exception() if not query.isActive else None
     operators = progress.get("stateOperators", [])
     return QueryStatus(
@@ -182,11 +204,16 @@ class Pipeline:
             self.restarts[name] = Restarts()
 
     def _start_medallion(self) -> StreamingQuery:
-        sink = MedallionSink(self.settings, self.lake, self.checkpoints.query(MEDALLION_QUERY))
+        sink = MedallionSink(self.settings, self.lake, self.checkpoints.query(MEDALLION_QUERY),
+                             SourceOptions.parse(kafka_source_options(self.spark, self.settings)))
         if MEDALLION_QUERY in self.sinks:  # a restart: what the operator was told stays said
             sink.data_loss = self.sinks[MEDALLION_QUERY].data_loss
         self.sinks[MEDALLION_QUERY] = sink
         return start_medallion_query(self.spark, self.settings, sink)
+
+    def progress(self, query: StreamingQuery) -> list[dict]:
+        """The query's recent progress reports, each batch's input counted (counted_progress)."""
+        return counted_progress(query.recentProgress, self.sinks.get(query.name))
 
     def status(self) -> list[QueryStatus]:
         return [self._status(q) for q in self.queries]

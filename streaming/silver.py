@@ -1,17 +1,26 @@
-"""Silver: Kafka records -> typed, validated trades (pure DataFrame -> DataFrame functions).
+"""Silver: Kafka records -> typed, validated trades, in two formulations held to the same answers
+(tests/integration/test_parse_agreement.py):
 
-`parse_trades` keeps every record and adds a `reason` column: NULL for a valid trade, else a
-human-readable explanation of the first problem found; and `valid`, the same as a boolean.
-`valid_trades` and `rejected_records` split on it, so nothing is dropped without a trace.
+* `parse_records` (Arrow), what the pipeline's tasks run on the records they read;
+* `parse_trades` (a pure DataFrame -> DataFrame function), for Spark jobs over bronze's raw
+  records (on Databricks, say), with `valid_trades` and `rejected_records` to split its output.
+
+Both keep every record and add a `reason` column: NULL for a valid trade, else a human-readable
+explanation of the first problem found, so nothing is dropped without a trace.
 """
 
 from __future__ import annotations
 
 import functools
+import json
+import math
 import operator
+import re
 from datetime import datetime, timedelta
+import decimal
 
 import numpy as np
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
@@ -41,6 +50,23 @@ TRADE_SCHEMA = T.StructType([
 ])
 # ISO-8601 date, 'T' or space, time, then a zone: Z or +hh:mm / +hhmm / +hh.
 _ISO_WITH_ZONE = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?\s*(Z|z|[+-]\d{2}(:?\d{2})?)$"
+
+# The reasons, shared by the two formulations of the parse (Spark's and Arrow's).
+EMPTY_VALUE = "empty value"
+TOO_LARGE = "value is %d bytes, over the %d-byte limit"
+NOT_UTF8 = "value is not valid UTF-8"
+NOT_AN_OBJECT = "value is not a JSON object (malformed JSON, NaN/Infinity literals, an array or a scalar)"
+MISSING_FIELD = "missing field '%s'"
+NULL_FIELD = "field '%s' is null"
+EMPTY_FIELD = "field '%s' is empty"
+BAD_SIDE = "side must be BUY or SELL, got %s"
+BAD_QUANTITY = "quantity must be a positive integer, got %s"
+QUANTITY_OVER = "quantity %s is over the limit of %d"
+BAD_PRICE = "price must be a finite positive number, got %s"
+PRICE_OVER = "price %s is over the limit of %.0f"
+TIME_WITHOUT_ZONE = "event_time must be ISO-8601 with a zone (e.g. 2026-03-02T09:32:00Z), got %s"
+INVALID_TIME = "event_time is not a valid time: %s"
+MISSING_KEY = "missing Kafka key (the account_id)"
 
 
 def _raw(field: str) -> Column:
@@ -75,38 +101,37 @@ def parse_trades(records: DataFrame, with_reason: bool = True) -> DataFrame:
     json_keys = F.when(any_null, F.json_object_keys("json_text"))
 
     checks: list[tuple[Column, Column]] = [
-        (F.col("value").isNull() | (F.length("value") == 0), F.lit("empty value")),
+        (F.col("value").isNull() | (F.length("value") == 0), F.lit(EMPTY_VALUE)),
         (F.length("value") > MAX_VALUE_BYTES,
-         F.format_string("value is %d bytes, over the %d-byte limit", F.length("value"), F.lit(MAX_VALUE_BYTES))),
-        (F.col("json_text").isNull(), F.lit("value is not valid UTF-8")),
+         F.format_string(TOO_LARGE, F.length("value"), F.lit(MAX_VALUE_BYTES))),
+        (F.col("json_text").isNull(), F.lit(NOT_UTF8)),
         (any_null & json_keys.isNull(),
-         F.lit("value is not a JSON object (malformed JSON, NaN/Infinity literals, an array or a scalar)")),
+         F.lit(NOT_AN_OBJECT)),
     ]
     for field in TRADE_FIELDS:
-        checks.append((F.col(field).isNull() & ~F.array_contains(json_keys, field), F.lit(f"missing field '{field}'")))
+        checks.append((F.col(field).isNull() & ~F.array_contains(json_keys, field), F.lit(MISSING_FIELD % field)))
         # The typed column first: get_json_object re-parses the text, so only for a NULL field.
         checks.append((F.col(field).isNull() & F.get_json_object("json_text", f"$.{field}").isNull(),
-                       F.lit(f"field '{field}' is null")))
+                       F.lit(NULL_FIELD % field)))
     for field in ("trade_id", "account_id", "symbol", "channel"):
-        checks.append((F.trim(F.col(field)) == "", F.lit(f"field '{field}' is empty")))
+        checks.append((F.trim(F.col(field)) == "", F.lit(EMPTY_FIELD % field)))
     checks += [
-        (~F.col("side").isin(*SIDES), F.format_string("side must be BUY or SELL, got %s", _raw("side"))),
+        (~F.col("side").isin(*SIDES), F.format_string(BAD_SIDE, _raw("side"))),
         (F.col("quantity").isNull() | (F.col("quantity") <= 0),
-         F.format_string("quantity must be a positive integer, got %s", _raw("quantity"))),
+         F.format_string(BAD_QUANTITY, _raw("quantity"))),
         (F.col("quantity") > MAX_QUANTITY,
-         F.format_string("quantity %s is over the limit of %d", _raw("quantity"), F.lit(MAX_QUANTITY))),
+         F.format_string(QUANTITY_OVER, _raw("quantity"), F.lit(MAX_QUANTITY))),
         (F.col("price").isNull() | F.isnan("price") | (F.col("price") <= 0)
          | (F.col("price") == float("inf")),
-         F.format_string("price must be a finite positive number, got %s", _raw("price"))),
+         F.format_string(BAD_PRICE, _raw("price"))),
         (F.col("price") > MAX_PRICE,
-         F.format_string("price %s is over the limit of %.0f", _raw("price"), F.lit(MAX_PRICE))),
+         F.format_string(PRICE_OVER, _raw("price"), F.lit(MAX_PRICE))),
         (~F.col("event_time").rlike(_ISO_WITH_ZONE),
-         F.format_string("event_time must be ISO-8601 with a zone (e.g. 2026-03-02T09:32:00Z), got %s",
-                         _raw("event_time"))),
+         F.format_string(TIME_WITHOUT_ZONE, _raw("event_time"))),
         (F.col("event_time").try_cast("timestamp").isNull(),
-         F.format_string("event_time is not a valid time: %s", _raw("event_time"))),
+         F.format_string(INVALID_TIME, _raw("event_time"))),
         # Checked last, so a record that is also broken in its value reports that first.
-        (F.col("key").isNull() | (F.length("key") == 0), F.lit("missing Kafka key (the account_id)")),
+        (F.col("key").isNull() | (F.length("key") == 0), F.lit(MISSING_KEY)),
     ]
 
     return parsed.select(
@@ -150,6 +175,253 @@ def rejected_records(parsed: DataFrame) -> DataFrame:
     return parsed.where(~F.col("valid")).select(
         "key", "value", "topic", "partition", "offset", "kafka_timestamp", "reason"
     )
+
+
+# -- the same parse in Arrow, for the tasks that read Kafka themselves ------------------------------
+PARSED_COLUMNS = ("key", "value", "topic", "partition", "offset", "kafka_timestamp", *TRADE_FIELDS[:6], "amount",
+                  "channel", "event_time", "reason")
+_ISO_PARTS = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?\s*"
+                        r"(Z|z|([+-])(\d{2})(?::?(\d{2}))?)$", re.ASCII)
+_LONG = (-(2 ** 63), 2 ** 63 - 1)
+_STRING_FIELDS = ("trade_id", "account_id", "symbol", "channel")
+
+
+def parse_records(records: pa.Table) -> pa.Table:
+    """Kafka records (key, value, topic, partition, offset, timestamp) -> trades + `reason`,
+    as `parse_trades` gives them (tests/integration/test_parse_agreement.py holds the two to
+    the same answers). Most records take the fast check; any doubt goes to `checked_trade`,
+    which mirrors Spark's parse rule by rule."""
+    has_key = pc.fill_null(pc.greater(pc.binary_length(records["key"]), 0), False).to_pylist()
+    rows = []
+    for value, keyed in zip(records["value"].to_pylist(), has_key):
+        trade = _valid_trade(value) if keyed else None
+        rows.append(trade if trade is not None else checked_trade(value, keyed))
+    n = records.num_rows
+    columns = list(zip(*rows)) if rows else [[]] * 9
+    quantity = pa.array(columns[4], pa.int64())
+    price = pa.array(columns[5], pa.float64())
+    return pa.table({
+        "key": records["key"], "value": records["value"], "topic": records["topic"],
+        "partition": records["partition"], "offset": records["offset"],
+        "kafka_timestamp": records["timestamp"].cast(pa.timestamp("us", tz="UTC")),
+        **{f: pa.array(columns[i], pa.string()) for i, f in enumerate(TRADE_FIELDS[:4])},
+        "quantity": quantity, "price": price,
+        "amount": pc.multiply(pc.cast(quantity, pa.float64()), price),
+        "channel": pa.array(columns[6], pa.string()),
+        "event_time": pa.array(columns[7], pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+        "reason": pa.array(columns[8], pa.string()) if n else pa.array([], pa.string()),
+    })
+
+
+def _valid_trade(value: bytes | None) -> tuple | None:
+    """A plainly valid trade's typed fields (reason None), or None when anything is in doubt."""
+    if not value or len(value) > MAX_VALUE_BYTES:
+        return None
+    try:
+        doc = orjson.loads(value)
+        trade_id, account_id, symbol, side = doc["trade_id"], doc["account_id"], doc["symbol"], doc["side"]
+        quantity, price, channel, event_time = doc["quantity"], doc["price"], doc["channel"], doc["event_time"]
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return None
+    if (type(trade_id) is str and type(account_id) is str and type(symbol) is str and type(channel) is str
+            and (side == "BUY" or side == "SELL") and type(quantity) is int and 0 < quantity <= MAX_QUANTITY
+            and (type(price) is float or type(price) is int) and 0 < price <= MAX_PRICE and type(event_time) is str
+            and trade_id.strip(" ") and account_id.strip(" ") and symbol.strip(" ") and channel.strip(" ")):
+        micros = _usual_event_micros(event_time)
+        if micros is not None:
+            return trade_id, account_id, symbol, side, quantity, float(price), channel, micros, None
+    return None
+
+
+def _usual_event_micros(text: str) -> int | None:
+    """event_micros() for the usual form, 2026-03-02T09:32:00.123Z, from a cache of the seconds."""
+    if len(text) == 24 and text[19] == "." and text[23] == "Z" and text.isascii() and text[20:23].isdigit():
+        seconds = _utc_second_micros(text[:19])
+        return None if seconds is None else seconds + int(text[20:23]) * 1000
+    return event_micros(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _utc_second_micros(text: str) -> int | None:
+    return event_micros(text + "Z")
+
+
+class _Number(str):
+    """A JSON number kept as its text (for the reasons) with its value."""
+
+    def __new__(cls, text: str, value):
+        number = super().__new__(cls, text)
+        number.value = value
+        return number
+
+
+_LENIENT = json.JSONDecoder(parse_int=lambda s: _Number(s, int(s)), parse_float=lambda s: _Number(s, float(s)),
+                            parse_constant=lambda s: _Number(s, float(s)))
+
+
+def _lenient(text: str):
+    """Spark's from_json: the first JSON value (what follows it is ignored), NaN and Infinity
+    literals being numbers too."""
+    return _LENIENT.raw_decode(text.lstrip(" \t\n\r"))[0]
+
+
+def _strict_keys(text: str) -> list | None:
+    """Spark's json_object_keys: the keys of a strictly valid JSON object, else None."""
+    def reject(literal):
+        raise ValueError(literal)
+    try:
+        doc = json.loads(text, parse_constant=reject)
+    except ValueError:
+        return None
+    return list(doc) if isinstance(doc, dict) else None
+
+
+def _json_text(value) -> str:
+    """A JSON value as Spark's get_json_object returns it: a string's own text, else compact JSON."""
+    if isinstance(value, _Number):
+        return _java_number_text(value)
+    if isinstance(value, str):
+        return value
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{json.dumps(k, ensure_ascii=False)}:{_json_value(v)}" for k, v in value.items()) + "}"
+    return "[" + ",".join(_json_value(v) for v in value) + "]"
+
+
+def _json_value(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, str) and not isinstance(value, _Number):
+        return json.dumps(value, ensure_ascii=False)
+    return _json_text(value)
+
+
+def _java_number_text(number: _Number) -> str:
+    """A JSON number as Jackson writes it back: an integer's own digits, a fraction as Java's
+    Double.toString (1.0E10, 1000.0), a non-finite one quoted ("Infinity")."""
+    value = number.value
+    if isinstance(value, int):
+        return str(number)
+    if value != value:
+        return '"NaN"'
+    if value in (math.inf, -math.inf):
+        return '"Infinity"' if value > 0 else '"-Infinity"'
+    if value == 0 or 1e-3 <= abs(value) < 1e7:
+        return repr(value)
+    sign, digits, exponent = decimal.Decimal(repr(value)).normalize().as_tuple()
+    mantissa = "".join(map(str, digits))
+    return f"{'-' if sign else ''}{mantissa[0]}.{mantissa[1:] or '0'}E{exponent + len(digits) - 1}"
+
+
+def _typed(doc: dict, field: str):
+    """A field as from_json types it under TRADE_SCHEMA (None: missing, null or mistyped)."""
+    value = doc.get(field)
+    if value is None:
+        return None
+    if field == "quantity":
+        if isinstance(value, _Number) and isinstance(value.value, int) and _LONG[0] <= value.value <= _LONG[1]:
+            return value.value
+        return None
+    if field == "price":
+        if not isinstance(value, _Number):
+            return None
+        try:
+            return float(value.value)
+        except OverflowError:  # an integer past the double range, as Java reads it
+            return math.copysign(math.inf, value.value)
+    # A lone surrogate escape (\ud800) is no UTF-8: Java writes it as '?'.
+    return _json_text(value).encode("utf-8", "replace").decode("utf-8")
+
+
+def checked_trade(value: bytes | None, has_key: bool) -> tuple:
+    """A record's typed fields and the first problem found, each check as `parse_trades` has it."""
+    nothing = (None,) * 8
+
+    def rejected(reason):
+        return (*nothing, reason)
+
+    if not value:
+        return rejected(EMPTY_VALUE)
+    if len(value) > MAX_VALUE_BYTES:
+        return rejected(TOO_LARGE % (len(value), MAX_VALUE_BYTES))
+    try:
+        text = value.decode("utf-8")
+    except UnicodeDecodeError:
+        return rejected(NOT_UTF8)
+    try:
+        doc = _lenient(text)
+    except (ValueError, RecursionError):
+        doc = None
+    if not isinstance(doc, dict):
+        doc = {}
+    typed = {f: _typed(doc, f) for f in TRADE_FIELDS}
+    price = typed["price"]
+    if any(v is None for v in typed.values()) or price != price or abs(price) == math.inf:
+        keys = _strict_keys(text)
+        if keys is None:
+            return rejected(NOT_AN_OBJECT)
+        for field in TRADE_FIELDS:
+            if typed[field] is None and field not in keys:
+                return rejected(MISSING_FIELD % field)
+            if typed[field] is None and doc.get(field) is None:
+                return rejected(NULL_FIELD % field)
+
+    def raw(field):
+        return "?" if doc.get(field) is None else _json_text(doc[field])
+
+    for field in _STRING_FIELDS:
+        if typed[field] is not None and typed[field].strip(" ") == "":
+            return rejected(EMPTY_FIELD % field)
+    quantity, event_time = typed["quantity"], typed["event_time"]
+    micros = event_micros(event_time) if event_time is not None else None
+    problem = (
+        BAD_SIDE % raw("side") if typed["side"] is not None and typed["side"] not in SIDES else
+        BAD_QUANTITY % raw("quantity") if quantity is None or quantity <= 0 else
+        QUANTITY_OVER % (raw("quantity"), MAX_QUANTITY) if quantity > MAX_QUANTITY else
+        BAD_PRICE % raw("price") if price is None or price != price or price <= 0 or price == math.inf else
+        PRICE_OVER % (raw("price"), MAX_PRICE) if price > MAX_PRICE else
+        TIME_WITHOUT_ZONE % raw("event_time") if event_time is not None and not _ISO_PARTS.match(event_time) else
+        INVALID_TIME % raw("event_time") if micros is None else
+        MISSING_KEY if not has_key else None)
+    return (*(typed[f] for f in TRADE_FIELDS[:7]), micros, problem)
+
+
+def event_micros(text: str) -> int | None:
+    """An ISO-8601 time with a zone -> microseconds since the epoch (UTC), or None where Spark's
+    cast to timestamp gives NULL (no seconds, a lowercase z, an offset past 18 hours)."""
+    parts = _ISO_PARTS.match(text)
+    if parts is None:
+        return None
+    year, month, day, hour, minute, second, fraction, zone, sign, zone_hours, zone_minutes = parts.groups()
+    year, month, day, hour, minute = int(year), int(month), int(day), int(hour), int(minute)
+    if (second is None or zone == "z" or not 1 <= month <= 12 or not 1 <= day <= _days_in_month(year, month)
+            or hour > 23 or minute > 59 or int(second) > 59):
+        return None
+    offset = 0
+    if sign:
+        zone_hours, zone_minutes = int(zone_hours), int(zone_minutes or 0)
+        offset = zone_hours * 3600 + zone_minutes * 60
+        if zone_minutes > 59 or offset > 18 * 3600:
+            return None
+        offset = offset if sign == "+" else -offset
+    seconds = _days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + int(second) - offset
+    return seconds * 1_000_000 + (int(fraction[:6].ljust(6, "0")) if fraction else 0)
+
+
+def _days_in_month(year: int, month: int) -> int:
+    if month == 2:
+        return 29 if year % 4 == 0 and (year % 100 != 0 or year % 400 == 0) else 28
+    return 30 if month in (4, 6, 9, 11) else 31
+
+
+def _days_from_civil(year: int, month: int, day: int) -> int:
+    """Days since 1970-01-01 in the proleptic Gregorian calendar (as java.time counts them)."""
+    year -= month <= 2
+    era = year // 400
+    year_of_era = year - era * 400
+    day_of_year = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    return era * 146097 + year_of_era * 365 + year_of_era // 4 - year_of_era // 100 + day_of_year - 719468
 
 
 # -- splitting a collected micro-batch (Arrow) into the silver tables --------------------------

@@ -30,6 +30,8 @@ from streaming import bronze, silver
 from streaming.config import Settings
 from streaming.corrections import find_corrections
 from streaming.gold import MEASURES, merge_window_sums, window_starts, window_sums
+from streaming.kafka.options import SourceOptions
+from streaming.kafka.reader import KafkaPartitionRange, group_ranges
 from streaming.lake.checkpoints import OffsetLogEntry, QueryCheckpoint
 from streaming.lake.store import Batch, Lake, before_offsets, in_time_range, quote, sql_literal
 from streaming.lake.tables import (
@@ -115,8 +117,10 @@ def added(current: pd.DataFrame, sums: pd.DataFrame) -> pd.DataFrame:
 class MedallionSink:
     """A foreachBatch function writing every table idempotently for one checkpoint."""
 
-    def __init__(self, settings: Settings, lake: Lake, checkpoint: QueryCheckpoint):
+    def __init__(self, settings: Settings, lake: Lake, checkpoint: QueryCheckpoint,
+                 source: SourceOptions | None = None):
         self.settings = settings
+        self.source = source  # the query's Kafka source options: the tasks read its offset ranges themselves
         self.lake = lake
         self.checkpoint = checkpoint
         # (topic, partition) -> an offset from which bronze is known to hold no record yet
@@ -128,6 +132,8 @@ class MedallionSink:
         self.watermark: datetime | None = None  # in effect for the next batch (None before the first is set)
         self.data_loss: str | None = None  # the last time Kafka's offsets went back, said for the operator
         self.trade_ids = TradeIds(lake)  # every trade_id silver holds, hashed
+        # batch id -> the Kafka records it read (Spark counts none where the tasks read them).
+        self.records_read: dict[int, int] = {}
 
     @functools.cached_property
     def query_id(self) -> str:
@@ -146,12 +152,14 @@ class MedallionSink:
         ledger = ledger_rows(self.query_id, batch_id, read, previous, watermark)
         if ledger.num_rows == 0:
             batch_latest = None  # no record read
-        elif self.read_before(ledger, batch_id):
-            batch_latest = self.write_on_driver(batch.toArrow(), batch_id, ledger, latest)
+        elif self.source is None or self.read_before(ledger, batch_id):
+            batch_latest = self.write_on_driver(self.collect(batch, batch_id), batch_id, ledger, latest)
         else:
             batch_latest = self.write_in_tasks(batch, batch_id, ledger, latest)
             self.bronze_free_from.update(zip(zip(ledger["topic"].to_pylist(), ledger["partition"].to_pylist()),
                                              ledger["end_offset"].to_pylist()))
+        while len(self.records_read) > 1000:
+            del self.records_read[min(self.records_read)]
         self.latest = max((t for t in (latest, batch_latest) if t is not None), default=None)
         self.latest_for, self.last_done = batch_id + 1, batch_id
         if self.latest is not None and self.latest - self.settings.watermark > EPOCH:
@@ -208,15 +216,27 @@ class MedallionSink:
         self.bronze_free_from.update(starts)
         return False
 
-    # -- records read for the first time: the tasks write, the driver commits ----------------------
+    def collect(self, batch: DataFrame, batch_id: int) -> pa.Table:
+        records = batch.toArrow()
+        self.records_read[batch_id] = records.num_rows
+        return records
+
+    # -- records read for the first time: the tasks read, write and sum; the driver commits ----------
     def write_in_tasks(self, batch: DataFrame, batch_id: int, ledger: pa.Table,
                        latest: datetime | None) -> datetime | None:
         """Returns the latest event time among the trades silver took from the batch."""
         this = self.batch(batch_id)
         silver_now = self.lake.open(SILVER)
+        spark = batch.sparkSession
+        ranges = [KafkaPartitionRange(*r) for r in zip(*(ledger[c].to_pylist() for c in
+                                                         ("topic", "partition", "start_offset", "end_offset")))]
+        shares = group_ranges(ranges, spark.sparkContext.defaultParallelism)
         plan = BatchPlan(self.lake.root, self.lake.storage_options, silver_now.version(), judged_watermark(ledger),
-                         self.settings.window, datetime.now(timezone.utc), latest, self.settings.max_event_time_jump)
-        results = TaskResults(batch.mapInArrow(ShareWriter(plan), ShareWriter.SCHEMA).toArrow())
+                         self.settings.window, datetime.now(timezone.utc), latest, self.settings.max_event_time_jump,
+                         self.source, tuple(tuple(r.value for r in share.ranges) for share in shares))
+        tasks = spark.range(len(shares), numPartitions=len(shares))
+        results = TaskResults(tasks.mapInArrow(ShareWriter(plan), ShareWriter.SCHEMA).toArrow())
+        self.records_read[batch_id] = results.records_read()
         new_ids = results.new_id_hashes()
         if results.same_trade_kept_twice() or self.trade_ids.known(new_ids).any():
             # Two tasks each kept a first copy of one trade (sent with two keys, so into two Kafka
@@ -225,7 +245,7 @@ class MedallionSink:
             # MERGEs, keeping the first copy and quarantining a conflicting one.
             log.info("batch %d: a trade_id seen before; silver takes the batch through a MERGE", batch_id)
             self.lake.commit_files(bronze.BRONZE, results.files(bronze.BRONZE), this)
-            return self.write_on_driver(batch.toArrow(), batch_id, ledger, latest)
+            return self.write_on_driver(self.collect(batch, batch_id), batch_id, ledger, latest)
         # Any of the three may land first: a batch run again after a crash in between finds one
         # committed (read_before) and goes through the driver, which completes the others.
         self.lake.at_once(*(functools.partial(self.lake.commit_files, table, results.files(table), this)
@@ -239,11 +259,13 @@ class MedallionSink:
         return results.latest_event_time()
 
     # -- records read again, or a batch run again: the driver writes through MERGEs ----------------
-    def write_on_driver(self, rows: pa.Table, batch_id: int, ledger: pa.Table,
+    def write_on_driver(self, records: pa.Table, batch_id: int, ledger: pa.Table,
                         latest: datetime | None) -> datetime | None:
-        """Returns the latest event time among silver's trades from the batch's records."""
-        if rows.num_rows == 0:
+        """records: the batch's, as the Kafka source gives them. Returns the latest event time
+        among silver's trades from them."""
+        if records.num_rows == 0:
             return None
+        rows = silver.parse_records(records)
         ingested_at = pa.scalar(datetime.now(timezone.utc), UTC_TIME)
         rows = rows.append_column("ingested_at", pa.repeat(ingested_at, rows.num_rows))
         trades = silver.silver_rows(rows)

@@ -1,6 +1,9 @@
 """What each Spark task does with its share of a micro-batch, where the data is (sinks.py runs
 it through `mapInArrow`, one task per group of whole Kafka partitions):
 
+* reads its share's Kafka offset ranges itself and parses them (silver.parse_records): the
+  streaming query's own source only plans the ranges, so each record is read, parsed and
+  written in one Python process, with no JVM pass and no second worker in between;
 * writes the share's bronze, quarantine and silver rows as new Parquet files into the tables'
   locations (lake/files.py); the driver commits them, so nothing is visible before it does;
 * keeps for silver only the trades silver does not have yet: the first copy of each trade_id in
@@ -29,6 +32,8 @@ import pyarrow.compute as pc
 
 from streaming import bronze, silver
 from streaming.gold import window_sums
+from streaming.kafka.options import SourceOptions
+from streaming.kafka.reader import read_ranges
 from streaming.lake.files import DataFile, write_file
 from streaming.lake.store import Lake, in_time_range
 from streaming.lake.tables import QUARANTINE, SILVER, UTC_TIME, Table
@@ -53,6 +58,9 @@ class BatchPlan:
     ingested_at: datetime
     latest_seen: datetime | None = None  # the latest event time before the batch (silver.time_jump_reasons)
     max_event_time_jump: timedelta = timedelta(days=1)
+    source: SourceOptions | None = None  # how the tasks reach Kafka
+    # Per task: the (topic, partition, from_offset, until_offset) ranges it reads.
+    reads: tuple[tuple[tuple[str, int, int, int], ...], ...] = ()
 
 
 def to_ipc(rows: pa.Table) -> bytes:
@@ -103,10 +111,17 @@ class ShareWriter:
         self.plan = plan
         self.lake = Lake(plan.lake_root, plan.storage_options)
 
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        rows = pa.Table.from_batches(list(batches))
-        if rows.num_rows == 0:
+    def __call__(self, tasks: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """tasks: the ids (into plan.reads) of the shares this Spark task reads and writes."""
+        for batch in tasks:
+            for task in batch.column("id").to_pylist():
+                yield from self.write_share(read_ranges(self.plan.source, self.plan.reads[task]))
+
+    def write_share(self, records: pa.Table) -> Iterator[pa.RecordBatch]:
+        """Kafka records (the source's columns) -> the tables' files and the driver's results."""
+        if records.num_rows == 0:
             return
+        rows = silver.parse_records(records)
         rows = rows.append_column("ingested_at", pa.repeat(pa.scalar(self.plan.ingested_at, UTC_TIME), rows.num_rows))
         valid = silver.silver_rows(rows)
         trades = one_per_key(valid, ["trade_id"], keep="first")
@@ -152,6 +167,10 @@ class TaskResults:
     def table(self, kind: str) -> pa.Table:
         parts = self.tables(kind)
         return pa.concat_tables(parts) if parts else pa.table({})
+
+    def records_read(self) -> int:
+        """Every record the tasks read is in one of their bronze files."""
+        return sum(r["num_rows"] for r in self.rows if r["kind"] == FILE and r["table"] == bronze.BRONZE.name)
 
     def latest_event_time(self) -> datetime | None:
         """The latest event time among the trades the tasks kept for silver."""

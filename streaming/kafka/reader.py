@@ -328,6 +328,24 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._consumer = None
 
 
+def record_schema():
+    """The columns of Spark's Kafka source, as Arrow."""
+    import pyarrow as pa
+
+    return pa.schema([
+        ("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()), ("partition", pa.int32()),
+        ("offset", pa.int64()), ("timestamp", pa.timestamp("us", tz="UTC")), ("timestampType", pa.int32()),
+    ])
+
+
+def read_ranges(options: SourceOptions, ranges) -> "pa.Table":
+    """(topic, partition, from_offset, until_offset) ranges, read one after another, as one table."""
+    import pyarrow as pa
+
+    batches = [batch for r in ranges for batch in read_range(options, KafkaPartitionRange(*r))]
+    return pa.Table.from_batches(batches, record_schema())
+
+
 def read_range(options: SourceOptions, part: KafkaPartitionRange) -> Iterator:
     """Read [from_offset, until_offset) of one partition as Arrow record batches."""
     import pyarrow as pa
@@ -343,10 +361,7 @@ def read_range(options: SourceOptions, part: KafkaPartitionRange) -> Iterator:
         "auto.offset.reset": "earliest",  # offsets below the log start (retention) jump ahead
         "enable.partition.eof": True,
     })
-    schema = pa.schema([
-        ("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()), ("partition", pa.int32()),
-        ("offset", pa.int64()), ("timestamp", pa.timestamp("us", tz="UTC")), ("timestampType", pa.int32()),
-    ])
+    schema = record_schema()
     keys: list = []
     values: list = []
     offsets: list = []
