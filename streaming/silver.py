@@ -186,11 +186,21 @@ _LONG = (-(2 ** 63), 2 ** 63 - 1)
 _STRING_FIELDS = ("trade_id", "account_id", "symbol", "channel")
 
 
+PARSE_CHUNK = 16_384  # records whose Python objects live at once: a task's share can be 100,000s
+
+
 def parse_records(records: pa.Table) -> pa.Table:
     """Kafka records (key, value, topic, partition, offset, timestamp) -> trades + `reason`,
     as `parse_trades` gives them (tests/integration/test_parse_agreement.py holds the two to
     the same answers). Most records take the fast check; any doubt goes to `checked_trade`,
     which mirrors Spark's parse rule by rule."""
+    if records.num_rows <= PARSE_CHUNK:
+        return _parse_chunk(records)
+    return pa.concat_tables([_parse_chunk(records.slice(start, PARSE_CHUNK))
+                             for start in range(0, records.num_rows, PARSE_CHUNK)])
+
+
+def _parse_chunk(records: pa.Table) -> pa.Table:
     has_key = pc.fill_null(pc.greater(pc.binary_length(records["key"]), 0), False).to_pylist()
     rows = []
     for value, keyed in zip(records["value"].to_pylist(), has_key):
