@@ -69,6 +69,10 @@ from streaming.task_writes import (
 
 log = logging.getLogger(__name__)
 
+# A writing task holds its share of a batch in memory, as records, trades and files: past this
+# many records whole partitions go to more tasks than there are cores, which run in turn.
+MAX_RECORDS_PER_WRITING_TASK = 100_000
+
 # The tables the sink's gold step writes as one step: a reader holding their locks (the
 # reconciliation, a backfill) sees them all at the same batch.
 GOLD_WRITES = (GOLD, CORRECTIONS, BATCH_WATERMARKS, LATE_TRADES)
@@ -230,7 +234,8 @@ class MedallionSink:
         spark = batch.sparkSession
         ranges = [KafkaPartitionRange(*r) for r in zip(*(ledger[c].to_pylist() for c in
                                                          ("topic", "partition", "start_offset", "end_offset")))]
-        shares = group_ranges(ranges, spark.sparkContext.defaultParallelism)
+        shares = group_ranges(ranges, spark.sparkContext.defaultParallelism,
+                              max_records_per_task=MAX_RECORDS_PER_WRITING_TASK)
         plan = BatchPlan(self.lake.root, self.lake.storage_options, silver_now.version(), judged_watermark(ledger),
                          self.settings.window, datetime.now(timezone.utc), latest, self.settings.max_event_time_jump,
                          self.source, tuple(tuple(r.value for r in share.ranges) for share in shares))

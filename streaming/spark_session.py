@@ -34,22 +34,18 @@ LOCAL_CHECKPOINT_FILES = {
 }
 
 
-# The parse-and-validate stage compiles to one method over HotSpot's 8,000-byte limit for JIT
-# compilation, so by default it runs interpreted: compile it anyway (docs/operations.md#spark-settings).
-JIT_OPTIONS = "-XX:-DontCompileHugeMethods"
-
 # Every stage of every micro-batch serialises its task binary into a 1 MB buffer and
 # broadcasts it in a buffer of one broadcast block (4 MB by default). With a 1 GiB heap G1's
 # regions are 1 MB, so both are "humongous" objects, and each forces a young collection.
 # Smaller blocks and larger regions avoid them on executors (docs/operations.md#spark-settings).
 BROADCAST_BLOCK_SIZE = "256k"
-EXECUTOR_JVM_OPTIONS = f"{JIT_OPTIONS} -XX:G1HeapRegionSize=4m"
+EXECUTOR_JVM_OPTIONS = "-XX:G1HeapRegionSize=4m"
 
 # The driver (in local mode also the executor) holds no micro-batch: the serial collector and a
 # heap that starts small take less memory than G1 for the same throughput, and freed native
 # memory goes back to the OS every 5 s (docs/performance.md#memory). Java 17 builds older than
 # the trim option ignore it.
-DRIVER_JVM_OPTIONS = (f"{JIT_OPTIONS} -XX:+UseSerialGC -Xms64m "
+DRIVER_JVM_OPTIONS = ("-XX:+UseSerialGC -Xms64m "
                       "-XX:+IgnoreUnrecognizedVMOptions -XX:TrimNativeHeapInterval=5000")
 
 

@@ -138,16 +138,20 @@ class KafkaRangeGroup(InputPartition):
 
 
 def group_ranges(ranges: list[KafkaPartitionRange], max_tasks: int | None,
-                 min_records_per_task: int = MIN_RECORDS_PER_TASK) -> list[KafkaRangeGroup]:
+                 min_records_per_task: int = MIN_RECORDS_PER_TASK,
+                 max_records_per_task: int | None = None) -> list[KafkaRangeGroup]:
     """At most `max_tasks` tasks, and no more than one per `min_records_per_task` records,
     each with about the same number of records (largest range first, into the lightest task).
     A task costs a Python worker round trip, a fixed cost that dominates a small micro-batch
     (docs/operations.md#spark-settings), so a live batch of a few thousand records is one task,
-    and a catch-up batch one wave of tasks."""
+    and a catch-up batch one wave of tasks. With `max_records_per_task`, more tasks than
+    `max_tasks` where that keeps each under it (ranges are never split)."""
     if not max_tasks:
         return [KafkaRangeGroup([r]) for r in ranges]
     total = sum(r.until_offset - r.from_offset for r in ranges)
     tasks = max(1, min(max_tasks, -(-total // max(1, min_records_per_task))))
+    if max_records_per_task:
+        tasks = max(tasks, -(-total // max_records_per_task))
     if len(ranges) <= tasks:
         return [KafkaRangeGroup([r]) for r in ranges]
     groups: list[list[KafkaPartitionRange]] = [[] for _ in range(tasks)]

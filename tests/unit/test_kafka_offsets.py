@@ -93,3 +93,11 @@ def test_fail_on_data_loss_is_true_by_default_and_takes_only_true_or_false():
     assert SourceOptions.parse({**base, "failOnDataLoss": "False"}).fail_on_data_loss is False
     with pytest.raises(KafkaSourceError, match="failOnDataLoss must be 'true' or 'false'"):
         SourceOptions.parse({**base, "failOnDataLoss": "sometimes"})
+
+
+def test_a_cap_on_records_per_task_gives_whole_partitions_more_tasks_than_cores():
+    ranges = [KafkaPartitionRange("t", p, 0, 83_000) for p in range(3)]
+    assert [len(g.ranges) for g in group_ranges(ranges, 2)] == [2, 1]
+    assert [len(g.ranges) for g in group_ranges(ranges, 2, max_records_per_task=100_000)] == [1, 1, 1]
+    one_big = [KafkaPartitionRange("t", 0, 0, 250_000)]
+    assert len(group_ranges(one_big, 2, max_records_per_task=100_000)) == 1  # a range is never split
