@@ -181,10 +181,37 @@ def report(results: Results, args: argparse.Namespace, plots: list[str]) -> str:
           + f" | {sum(cpu.values()) / results.phase_s[name]:.2f} |" for name, cpu in results.cpu_s.items()],
         "",
         *cpu_per_trade_lines(results),
+        "",
+        *peer_lines(results),
     ]
     for name in plots:
         lines += [f"![{name}]({name})", ""]
     return "\n".join(lines)
+
+
+# Measured once each on a 2-core machine of this kind, the same broker and trades, gold only (no
+# bronze, silver, quarantine or Delta commits): (tool, trades/s, ratio to that run's broker anchor).
+PEERS = (
+    ("a hand-written confluent-kafka loop", "61,500", "0.155"),
+    ("Bytewax 0.21", "26,000-27,500", "0.064-0.067"),
+    ("Pathway 0.33 (with a global lateness cutoff it dropped 60% of a catch-up)", "17,000-19,000", "0.045-0.065"),
+    ("Quix Streams 3.28", "3,200", "0.008"),
+)
+
+
+def peer_lines(results: Results) -> list[str]:
+    """The peers, as context for this run's figure (docs/performance.md#against-the-peers)."""
+    return [
+        "## Against the peers (context, not measured in this run)",
+        "",
+        "What a user could pick instead, each measured once on a machine of this kind with the same broker and "
+        "trades, doing gold only. Compare ratios to the broker anchor: the machine's speed varies between runs.",
+        "",
+        "| tool | warm catch-up, trades/s | ratio to the broker anchor |",
+        "|---|---|---|",
+        f"| **Trade Summary, this run: every table** | {results.throughput:,.0f} | {results.ratio_to_broker:.3f} |",
+        *[f"| {tool} | {rate} | {ratio} |" for tool, rate, ratio in PEERS],
+    ]
 
 
 def cpu_per_trade_lines(results: Results) -> list[str]:
