@@ -11,13 +11,13 @@ explanation of the first problem found, so nothing is dropped without a trace.
 
 from __future__ import annotations
 
+import decimal
 import functools
 import json
 import math
 import operator
 import re
 from datetime import datetime, timedelta
-import decimal
 
 import numpy as np
 import orjson
@@ -178,14 +178,10 @@ def rejected_records(parsed: DataFrame) -> DataFrame:
 
 
 # -- the same parse in Arrow, for the tasks that read Kafka themselves ------------------------------
-PARSED_COLUMNS = ("key", "value", "topic", "partition", "offset", "kafka_timestamp", *TRADE_FIELDS[:6], "amount",
-                  "channel", "event_time", "reason")
 _ISO_PARTS = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?\s*"
                         r"(Z|z|([+-])(\d{2})(?::?(\d{2}))?)$", re.ASCII)
 _LONG = (-(2 ** 63), 2 ** 63 - 1)
 _STRING_FIELDS = ("trade_id", "account_id", "symbol", "channel")
-
-
 PARSE_CHUNK = 16_384  # records whose Python objects live at once: a task's share can be 100,000s
 
 

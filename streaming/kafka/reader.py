@@ -20,7 +20,7 @@ import ctypes
 import logging
 import time
 from dataclasses import dataclass
-from typing import Iterator, Mapping
+from typing import TYPE_CHECKING, Iterator, Mapping
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
@@ -39,6 +39,9 @@ except ImportError:  # pragma: no cover - older Spark
 
 from streaming.kafka import clients
 from streaming.kafka.options import EARLIEST, LATEST, KafkaSourceError, SourceOptions, parse_starting_offsets
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 log = logging.getLogger(__name__)
 
@@ -342,7 +345,7 @@ def record_schema():
     ])
 
 
-def read_ranges(options: SourceOptions, ranges) -> "pa.Table":
+def read_ranges(options: SourceOptions, ranges) -> pa.Table:
     """(topic, partition, from_offset, until_offset) ranges, read one after another, as one table."""
     import pyarrow as pa
 
