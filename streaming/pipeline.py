@@ -112,9 +112,13 @@ def counted_progress(progress: list[dict], sink: MedallionSink | None) -> list[d
     counted, previous_start = [], None
     for report in progress:
         start = datetime.fromisoformat(report["timestamp"].replace("Z", "+00:00")).timestamp()
-        read = sink.records_read.get(report.get("batchId")) if sink else None
+        batch_id = report.get("batchId")
+        read = sink.records_read.get(batch_id) if sink else None
         if read and not report.get("numInputRows"):
             seconds = ((report.get("durationMs") or {}).get("triggerExecution") or 0) / 1000
+            # Since the batch before started: from its report, else from when the sink got each.
+            if previous_start is None and batch_id - 1 in sink.called_at and batch_id in sink.called_at:
+                previous_start = start - (sink.called_at[batch_id] - sink.called_at[batch_id - 1])
             since = start - previous_start if previous_start is not None else seconds
             report = {**report, "numInputRows": read,
                       "processedRowsPerSecond": read / seconds if seconds > 0 else 0.0,
@@ -129,8 +133,8 @@ def query_status(query: StreamingQuery, restarts: int = 0, last_restart_error: s
     """sink: the query's, for the watermark now in effect (from every batch done), any data loss
     and the records its batches read."""
     watermark = sink.watermark if sink else None
-    recent = counted_progress(query.recentProgress[-2:], sink)
-    progress = recent[-1] if recent else {}
+    last = query.lastProgress  # not recentProgress: that is two py4j calls per report kept, each poll
+    progress = counted_progress([last], sink)[0] if last else {}
     exception = query.exception() if not query.isActive else None
     operators = progress.get("stateOperators", [])
     return QueryStatus(

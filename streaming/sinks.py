@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from datetime import datetime, timezone
 
 import pandas as pd
@@ -136,8 +137,10 @@ class MedallionSink:
         self.watermark: datetime | None = None  # in effect for the next batch (None before the first is set)
         self.data_loss: str | None = None  # the last time Kafka's offsets went back, said for the operator
         self.trade_ids = TradeIds(lake)  # every trade_id silver holds, hashed
-        # batch id -> the Kafka records it read (Spark counts none where the tasks read them).
+        # batch id -> the Kafka records it read (Spark counts none where the tasks read them), and
+        # when the sink got the batch (time.time()), for the input rate.
         self.records_read: dict[int, int] = {}
+        self.called_at: dict[int, float] = {}
 
     @functools.cached_property
     def query_id(self) -> str:
@@ -147,6 +150,7 @@ class MedallionSink:
         return Batch(self.query_id, batch_id)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        self.called_at[batch_id] = time.time()
         # The stream's jobs go first, before a reconciliation's (fairscheduler.xml).
         batch.sparkSession.sparkContext.setLocalProperty("spark.scheduler.pool", "stream")
         read, previous = self.checkpoint.offset_log(batch_id), self.checkpoint.offset_log(batch_id - 1)
@@ -162,8 +166,9 @@ class MedallionSink:
             batch_latest = self.write_in_tasks(batch, batch_id, ledger, latest)
             self.bronze_free_from.update(zip(zip(ledger["topic"].to_pylist(), ledger["partition"].to_pylist()),
                                              ledger["end_offset"].to_pylist()))
-        while len(self.records_read) > 1000:
-            del self.records_read[min(self.records_read)]
+        for kept in (self.records_read, self.called_at):
+            while len(kept) > 1000:
+                del kept[min(kept)]
         self.latest = max((t for t in (latest, batch_latest) if t is not None), default=None)
         self.latest_for, self.last_done = batch_id + 1, batch_id
         if self.latest is not None and self.latest - self.settings.watermark > EPOCH:
