@@ -197,11 +197,17 @@ def parse_records(records: pa.Table) -> pa.Table:
 
 
 def _parse_chunk(records: pa.Table) -> pa.Table:
-    has_key = pc.fill_null(pc.greater(pc.binary_length(records["key"]), 0), False).to_pylist()
-    rows = []
-    for value, keyed in zip(records["value"].to_pylist(), has_key):
-        trade = _valid_trade(value) if keyed else None
-        rows.append(trade if trade is not None else checked_trade(value, keyed))
+    keyed = pc.fill_null(pc.greater(pc.binary_length(records["key"]), 0), False).to_pylist()
+    values = records["value"].to_pylist()
+    rows = [_plain_trade(value) if has_key else None for value, has_key in zip(values, keyed)]
+    times = usual_event_micros(pa.array([row[7] if row is not None else None for row in rows], pa.string()))
+    micros = times.to_pylist()
+    for i, row in enumerate(rows):
+        if row is not None and micros[i] is None:
+            micros[i] = event_micros(row[7])  # a rarer form: a zone offset, no fraction, ...
+        if row is None or micros[i] is None:
+            rows[i] = checked_trade(values[i], keyed[i])
+            micros[i] = rows[i][7]
     n = records.num_rows
     columns = list(zip(*rows)) if rows else [[]] * 9
     quantity = pa.array(columns[4], pa.int64())
@@ -214,13 +220,14 @@ def _parse_chunk(records: pa.Table) -> pa.Table:
         "quantity": quantity, "price": price,
         "amount": pc.multiply(pc.cast(quantity, pa.float64()), price),
         "channel": pa.array(columns[6], pa.string()),
-        "event_time": pa.array(columns[7], pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+        "event_time": pa.array(micros, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
         "reason": pa.array(columns[8], pa.string()) if n else pa.array([], pa.string()),
     })
 
 
-def _valid_trade(value: bytes | None) -> tuple | None:
-    """A plainly valid trade's typed fields (reason None), or None when anything is in doubt."""
+def _plain_trade(value: bytes | None) -> tuple | None:
+    """A plainly valid trade's typed fields, event_time as text (reason None), or None when
+    anything is in doubt."""
     if not value or len(value) > MAX_VALUE_BYTES:
         return None
     try:
@@ -233,23 +240,48 @@ def _valid_trade(value: bytes | None) -> tuple | None:
             and (side == "BUY" or side == "SELL") and type(quantity) is int and 0 < quantity <= MAX_QUANTITY
             and (type(price) is float or type(price) is int) and 0 < price <= MAX_PRICE and type(event_time) is str
             and trade_id.strip(" ") and account_id.strip(" ") and symbol.strip(" ") and channel.strip(" ")):
-        micros = _usual_event_micros(event_time)
-        if micros is not None:
-            return trade_id, account_id, symbol, side, quantity, float(price), channel, micros, None
+        return trade_id, account_id, symbol, side, quantity, float(price), channel, event_time, None
     return None
 
 
-def _usual_event_micros(text: str) -> int | None:
-    """event_micros() for the usual form, 2026-03-02T09:32:00.123Z, from a cache of the seconds."""
-    if len(text) == 24 and text[19] == "." and text[23] == "Z" and text.isascii() and text[20:23].isdigit():
-        seconds = _utc_second_micros(text[:19])
-        return None if seconds is None else seconds + int(text[20:23]) * 1000
-    return event_micros(text)
+_USUAL_DIGITS = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18, 20, 21, 22]
+_USUAL_MARKS = {4: "-", 7: "-", 10: "T", 13: ":", 16: ":", 19: ".", 23: "Z"}
 
 
-@functools.lru_cache(maxsize=4096)
-def _utc_second_micros(text: str) -> int | None:
-    return event_micros(text + "Z")
+def usual_event_micros(texts: pa.Array) -> pa.Array:
+    """event_micros() of each time in the usual form, 2026-03-02T09:32:00.123Z, all at once;
+    null for any other form (the caller asks event_micros) and for no valid time."""
+    usual = pc.fill_null(pc.equal(pc.binary_length(texts), 24), False)
+    picked = texts.filter(usual)
+    out = np.zeros(len(texts), np.int64)
+    valid = np.zeros(len(texts), bool)
+    if len(picked):
+        first = np.frombuffer(picked.buffers()[1], np.int32, count=1, offset=4 * picked.offset)[0]
+        chars = np.frombuffer(picked.buffers()[2], np.uint8, count=24 * len(picked), offset=first).reshape(-1, 24)
+        digits = chars.astype(np.int64) - ord("0")
+        ok = ((digits[:, _USUAL_DIGITS] >= 0) & (digits[:, _USUAL_DIGITS] <= 9)).all(axis=1)
+        for at, mark in _USUAL_MARKS.items():
+            ok &= chars[:, at] == ord(mark)
+
+        def number(*at):
+            return functools.reduce(lambda total, i: total * 10 + digits[:, i], at, 0)
+
+        year, month, day = number(0, 1, 2, 3), number(5, 6), number(8, 9)
+        hour, minute, second, millis = number(11, 12), number(14, 15), number(17, 18), number(20, 21, 22)
+        leap = (year % 4 == 0) & ((year % 100 != 0) | (year % 400 == 0))
+        month_days = np.where(month == 2, np.where(leap, 29, 28), np.where(np.isin(month, (4, 6, 9, 11)), 30, 31))
+        ok &= (month >= 1) & (month <= 12) & (day >= 1) & (day <= month_days) & (hour <= 23) & (minute <= 59)
+        ok &= second <= 59
+        shifted = year - (month <= 2)
+        era = shifted // 400
+        of_era = shifted - era * 400
+        day_of_year = (153 * (month + np.where(month > 2, -3, 9)) + 2) // 5 + day - 1
+        days = era * 146097 + of_era * 365 + of_era // 4 - of_era // 100 + day_of_year - 719468
+        seconds = days * 86400 + hour * 3600 + minute * 60 + second
+        at = np.flatnonzero(usual.to_numpy(zero_copy_only=False))
+        out[at] = seconds * 1_000_000 + millis * 1000
+        valid[at] = ok
+    return pa.array(out, pa.int64(), mask=~valid)
 
 
 class _Number(str):

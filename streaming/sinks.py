@@ -32,7 +32,7 @@ from streaming.config import Settings
 from streaming.corrections import find_corrections
 from streaming.gold import MEASURES, merge_window_sums, window_starts, window_sums
 from streaming.kafka.options import SourceOptions
-from streaming.kafka.reader import KafkaPartitionRange, group_ranges
+from streaming.kafka.reader import KafkaPartitionRange, even_shares
 from streaming.lake.checkpoints import OffsetLogEntry, QueryCheckpoint
 from streaming.lake.store import Batch, Lake, before_offsets, in_time_range, quote, sql_literal
 from streaming.lake.tables import (
@@ -71,7 +71,7 @@ from streaming.task_writes import (
 log = logging.getLogger(__name__)
 
 # A writing task holds its share of a batch in memory, as records, trades and files: past this
-# many records whole partitions go to more tasks than there are cores, which run in turn.
+# many records a batch goes to more tasks than there are cores, in whole waves.
 MAX_RECORDS_PER_WRITING_TASK = 100_000
 
 # The tables the sink's gold step writes as one step: a reader holding their locks (the
@@ -239,8 +239,7 @@ class MedallionSink:
         spark = batch.sparkSession
         ranges = [KafkaPartitionRange(*r) for r in zip(*(ledger[c].to_pylist() for c in
                                                          ("topic", "partition", "start_offset", "end_offset")))]
-        shares = group_ranges(ranges, spark.sparkContext.defaultParallelism,
-                              max_records_per_task=MAX_RECORDS_PER_WRITING_TASK)
+        shares = even_shares(ranges, spark.sparkContext.defaultParallelism, MAX_RECORDS_PER_WRITING_TASK)
         plan = BatchPlan(self.lake.root, self.lake.storage_options, silver_now.version(), judged_watermark(ledger),
                          self.settings.window, datetime.now(timezone.utc), latest, self.settings.max_event_time_jump,
                          self.source, tuple(tuple(r.value for r in share.ranges) for share in shares))
@@ -250,9 +249,10 @@ class MedallionSink:
         new_ids = results.new_id_hashes()
         if results.same_trade_kept_twice() or self.trade_ids.known(new_ids).any():
             # Two tasks each kept a first copy of one trade (sent with two keys, so into two Kafka
-            # partitions), or a task kept a trade whose id silver has with another event time: the
-            # silver and quarantine files stay uncommitted, and the driver takes the batch through
-            # MERGEs, keeping the first copy and quarantining a conflicting one.
+            # partitions, or on both sides of where a partition's range was cut), or a task kept a
+            # trade whose id silver has with another event time: the silver and quarantine files
+            # stay uncommitted, and the driver takes the batch through MERGEs, keeping the first
+            # copy and quarantining a conflicting one.
             log.info("batch %d: a trade_id seen before; silver takes the batch through a MERGE", batch_id)
             self.lake.commit_files(bronze.BRONZE, results.files(bronze.BRONZE), this)
             return self.write_on_driver(self.collect(batch, batch_id), batch_id, ledger, latest)

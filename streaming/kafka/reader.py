@@ -141,20 +141,17 @@ class KafkaRangeGroup(InputPartition):
 
 
 def group_ranges(ranges: list[KafkaPartitionRange], max_tasks: int | None,
-                 min_records_per_task: int = MIN_RECORDS_PER_TASK,
-                 max_records_per_task: int | None = None) -> list[KafkaRangeGroup]:
+                 min_records_per_task: int = MIN_RECORDS_PER_TASK) -> list[KafkaRangeGroup]:
     """At most `max_tasks` tasks, and no more than one per `min_records_per_task` records,
     each with about the same number of records (largest range first, into the lightest task).
     A task costs a Python worker round trip, a fixed cost that dominates a small micro-batch
     (docs/operations.md#spark-settings), so a live batch of a few thousand records is one task,
-    and a catch-up batch one wave of tasks. With `max_records_per_task`, more tasks than
-    `max_tasks` where that keeps each under it (ranges are never split)."""
+    and a catch-up batch one wave of tasks. Ranges are never split: each partition has one
+    reader per batch, as Spark's Kafka source has."""
     if not max_tasks:
         return [KafkaRangeGroup([r]) for r in ranges]
     total = sum(r.until_offset - r.from_offset for r in ranges)
     tasks = max(1, min(max_tasks, -(-total // max(1, min_records_per_task))))
-    if max_records_per_task:
-        tasks = max(tasks, -(-total // max_records_per_task))
     if len(ranges) <= tasks:
         return [KafkaRangeGroup([r]) for r in ranges]
     groups: list[list[KafkaPartitionRange]] = [[] for _ in range(tasks)]
@@ -164,6 +161,39 @@ def group_ranges(ranges: list[KafkaPartitionRange], max_tasks: int | None,
         groups[lightest].append(part)
         loads[lightest] += part.until_offset - part.from_offset
     return [KafkaRangeGroup(group) for group in groups if group]
+
+
+def even_shares(ranges: list[KafkaPartitionRange], cores: int, max_records_per_task: int,
+                min_records_per_task: int = MIN_RECORDS_PER_TASK) -> list[KafkaRangeGroup]:
+    """Tasks with the same number of records each, in whole waves of `cores` tasks, none over
+    `max_records_per_task`: ranges are cut where whole ones would leave a core idle (3
+    partitions on 2 cores). A small batch is one task, as with group_ranges."""
+    total = sum(r.until_offset - r.from_offset for r in ranges)
+    tasks = max(1, min(cores, -(-total // max(1, min_records_per_task))))
+    if total > tasks * max_records_per_task:
+        tasks = -(-total // max_records_per_task)
+        tasks = -(-tasks // cores) * cores
+    whole = group_ranges(ranges, tasks, min_records_per_task=1)
+    if len(whole) == tasks and max(_records(g) for g in whole) <= -(-total // tasks) * 1.1:
+        return whole
+    per_task, groups, current, room = -(-total // tasks), [], [], -(-total // tasks)
+    for part in ranges:
+        start = part.from_offset
+        while start < part.until_offset:
+            until = min(part.until_offset, start + room)
+            current.append(KafkaPartitionRange(part.topic, part.partition, start, until))
+            room -= until - start
+            start = until
+            if room == 0:
+                groups.append(KafkaRangeGroup(current))
+                current, room = [], per_task
+    if current:
+        groups.append(KafkaRangeGroup(current))
+    return groups
+
+
+def _records(group: KafkaRangeGroup) -> int:
+    return sum(r.until_offset - r.from_offset for r in group.ranges)
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -403,6 +433,16 @@ def read_range(options: SourceOptions, part: KafkaPartitionRange) -> Iterator:
                     )
                 continue
             last_progress = time.monotonic()
+            tail = messages[-1]
+            if tail.error() is None and tail.offset() < part.until_offset and all(
+                    msg.error() is None for msg in messages):
+                # The usual case, column by column: every message is a record inside the range.
+                keys.extend([msg.key() for msg in messages])
+                values.extend([msg.value() for msg in messages])
+                offsets.extend([msg.offset() for msg in messages])
+                stamps.extend([msg.timestamp() for msg in messages])
+                next_offset = tail.offset() + 1
+                messages = ()
             for msg in messages:
                 error = msg.error()
                 if error is not None:

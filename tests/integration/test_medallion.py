@@ -55,3 +55,13 @@ def test_a_trade_delivered_twice_is_one_silver_row_and_counted_once(stream):
     silver = stream.check_table(SILVER, trade_id=["d1", "x1"])
     assert silver.set_index("trade_id").loc["d1", "channel"] == "mobile"  # the first copy wins
     stream.check_gold({"09:00": (30.0, 1.0, 2)})
+
+
+def test_a_trade_on_both_sides_of_where_a_big_batch_is_cut_is_one_silver_row(stream):
+    # One key, so one partition: a batch this size is cut in two for two tasks (reader.even_shares).
+    first = trade("d2", "BUY", 3, 10.0, DAY + "09:05:00Z")
+    stream.add(first, *[trade(f"c{i}", "SELL", 1, 1.0, DAY + "09:20:00Z") for i in range(45_000)], first)
+    stream.process()
+    stream.check_table(BRONZE, rows=45_002)
+    stream.check_table(SILVER, rows=45_001)
+    stream.check_gold({"09:00": (30.0, 0.0, 1), "09:15": (0.0, 45_000.0, 45_000)})

@@ -4,7 +4,7 @@ takes, and the error when no broker answers (no Spark, no broker)."""
 import pytest
 
 from streaming.kafka.options import KafkaSourceError, SourceOptions, parse_starting_offsets
-from streaming.kafka.reader import KafkaPartitionRange, KafkaStreamReader, cap_offsets, group_ranges
+from streaming.kafka.reader import KafkaPartitionRange, KafkaStreamReader, cap_offsets, even_shares, group_ranges
 from tests.support.kafka import free_port
 
 
@@ -95,9 +95,21 @@ def test_fail_on_data_loss_is_true_by_default_and_takes_only_true_or_false():
         SourceOptions.parse({**base, "failOnDataLoss": "sometimes"})
 
 
-def test_a_cap_on_records_per_task_gives_whole_partitions_more_tasks_than_cores():
-    ranges = [KafkaPartitionRange("t", p, 0, 83_000) for p in range(3)]
-    assert [len(g.ranges) for g in group_ranges(ranges, 2)] == [2, 1]
-    assert [len(g.ranges) for g in group_ranges(ranges, 2, max_records_per_task=100_000)] == [1, 1, 1]
-    one_big = [KafkaPartitionRange("t", 0, 0, 250_000)]
-    assert len(group_ranges(one_big, 2, max_records_per_task=100_000)) == 1  # a range is never split
+def test_a_catch_up_batch_is_cut_into_equal_tasks_in_whole_waves_of_cores():
+    three = [KafkaPartitionRange("t", p, 0, 83_000) for p in range(3)]
+    assert [len(g.ranges) for g in group_ranges(three, 2)] == [2, 1]  # the source: whole partitions
+    shares = even_shares(three, 2, max_records_per_task=100_000)
+    assert [sum(r.until_offset - r.from_offset for r in g.ranges) for g in shares] == [62_250] * 4
+    pieces = sorted((r.partition, r.from_offset, r.until_offset) for g in shares for r in g.ranges)
+    for p in range(3):  # every offset read once
+        mine = [(lo, hi) for q, lo, hi in pieces if q == p]
+        assert mine[0][0] == 0 and mine[-1][1] == 83_000
+        assert all(a[1] == b[0] for a, b in zip(mine, mine[1:]))
+
+
+def test_whole_partitions_stay_whole_where_they_balance_and_a_small_batch_is_one_task():
+    two = [KafkaPartitionRange("t", p, 0, 50_000) for p in range(2)]
+    assert [[r.value for r in g.ranges] for g in even_shares(two, 2, 100_000)] == [[("t", 0, 0, 50_000)],
+                                                                                   [("t", 1, 0, 50_000)]]
+    small = [KafkaPartitionRange("t", p, 0, 1_000) for p in range(3)]
+    assert [len(g.ranges) for g in even_shares(small, 2, 100_000)] == [3]

@@ -2,6 +2,7 @@
 record, and the fast check agreeing with the rule-by-rule one."""
 
 import json
+import random
 
 import pyarrow as pa
 import pytest
@@ -53,9 +54,34 @@ def test_every_record_keeps_its_place_and_its_raw_value():
 @pytest.mark.parametrize("name", sorted(EDGE) + ["good"])
 def test_the_fast_check_accepts_only_what_the_rule_by_rule_check_accepts_with_the_same_fields(name):
     value = raw(EDGE.get(name, GOOD))
-    fast = silver._valid_trade(value)
+    fast = silver._plain_trade(value)
     if fast is not None:
-        assert fast == silver.checked_trade(value, True)
+        micros = silver.event_micros(fast[7])
+        assert micros is None or (*fast[:7], micros, None) == silver.checked_trade(value, True)
+
+
+USUAL_FORM_EDGES = ["2026-03-02T09:32:00.123Z", "2024-02-29T23:59:59.999Z", "2026-02-29T00:00:00.000Z",
+                    "1900-02-29T00:00:00.000Z", "2000-02-29T12:00:00.000Z", "2026-03-02T24:00:00.000Z",
+                    "2026-13-01T00:00:00.000Z", "2026-00-10T00:00:00.000Z", "2026-04-31T00:00:00.000Z",
+                    "2026-04-00T00:00:00.000Z", "2026-03-02T09:60:00.000Z", "2026-03-02T09:32:60.000Z",
+                    "0000-01-01T00:00:00.000Z", "1969-12-31T23:59:59.999Z", "2026-03-02 09:32:00.123Z",
+                    "2026-03-02T09:32:00.123z", "2026-03-02T09:32:0a.123Z", "2026-03-02T09:32:00,123Z",
+                    "2026-03-02T09:32:00Z", "2026-03-02T09:32:00.123+01:00", "２026-03-02T09:32:00.12Z", "", None]
+
+
+def test_the_usual_form_read_all_at_once_agrees_with_event_micros():
+    rng = random.Random(3)
+    fuzz = ["".join(rng.choice("0123456789") if c.isdigit() and rng.random() < 0.3 else c
+                    for c in "2026-02-28T23:59:59.999Z") for _ in range(2_000)]
+    texts = USUAL_FORM_EDGES + fuzz
+    fast = silver.usual_event_micros(pa.array(texts, pa.string())).to_pylist()
+    for text, micros in zip(texts, fast):
+        if micros is not None:  # what it reads, it reads as event_micros does
+            assert micros == silver.event_micros(text), text
+        elif text is not None and len(text.encode()) == 24 and text[10] == "T" and text[19] == "." \
+                and text[23] == "Z":  # what it leaves, event_micros rejects too
+            assert silver.event_micros(text) is None, text
+    assert fast[:2] == [silver.event_micros(t) for t in USUAL_FORM_EDGES[:2]]
 
 
 @pytest.mark.parametrize("text, expected", [
