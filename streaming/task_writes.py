@@ -38,7 +38,7 @@ from streaming.lake.files import DataFile, write_file
 from streaming.lake.store import Lake, in_time_range
 from streaming.lake.tables import QUARANTINE, SILVER, UTC_TIME, Table
 from streaming.lateness import LATE_CANDIDATE_COLUMNS, too_late
-from streaming.rows import one_per_key
+from streaming.rows import no_cycle_collection, one_per_key
 
 FILE, SUMS, LATE, NEW_IDS, LATEST = "file", "sums", "late", "new_ids", "latest"
 RESULT_COLUMNS = pa.schema([("kind", pa.string()), ("table", pa.string()), ("path", pa.string()),
@@ -115,7 +115,9 @@ class ShareWriter:
         """tasks: the ids (into plan.reads) of the shares this Spark task reads and writes."""
         for batch in tasks:
             for task in batch.column("id").to_pylist():
-                yield from self.write_share(read_ranges(self.plan.source, self.plan.reads[task]))
+                with no_cycle_collection():
+                    results = list(self.write_share(read_ranges(self.plan.source, self.plan.reads[task])))
+                yield from results
 
     def write_share(self, records: pa.Table) -> Iterator[pa.RecordBatch]:
         """Kafka records (the source's columns) -> the tables' files and the driver's results."""
