@@ -58,6 +58,7 @@ from streaming.replay import recount
 from streaming.rows import one_per_key
 from streaming.task_writes import (
     LATE,
+    RESULT_COLUMNS,
     SUMS,
     BatchPlan,
     ShareWriter,
@@ -73,6 +74,8 @@ log = logging.getLogger(__name__)
 # A writing task holds its share of a batch in memory, as records, trades and files: past this
 # many records a batch goes to more tasks than there are cores, in whole waves.
 MAX_RECORDS_PER_WRITING_TASK = 100_000
+# A batch of up to this many records is read, parsed and written in the driver's process.
+WRITTEN_HERE_UP_TO = 20_000
 
 # The tables the sink's gold step writes as one step: a reader holding their locks (the
 # reconciliation, a backfill) sees them all at the same batch.
@@ -235,24 +238,28 @@ class MedallionSink:
                        latest: datetime | None) -> datetime | None:
         """Returns the latest event time among the trades silver took from the batch."""
         this = self.batch(batch_id)
-        silver_now = self.lake.open(SILVER)
         spark = batch.sparkSession
         ranges = [KafkaPartitionRange(*r) for r in zip(*(ledger[c].to_pylist() for c in
                                                          ("topic", "partition", "start_offset", "end_offset")))]
         shares = even_shares(ranges, spark.sparkContext.defaultParallelism, MAX_RECORDS_PER_WRITING_TASK)
-        plan = BatchPlan(self.lake.root, self.lake.storage_options, silver_now.version(), judged_watermark(ledger),
+        plan = BatchPlan(self.lake.root, self.lake.storage_options, judged_watermark(ledger),
                          self.settings.window, datetime.now(timezone.utc), latest, self.settings.max_event_time_jump,
                          self.source, tuple(tuple(r.value for r in share.ranges) for share in shares))
-        tasks = spark.range(len(shares), numPartitions=len(shares))
-        results = TaskResults(tasks.mapInArrow(ShareWriter(plan), ShareWriter.SCHEMA).toArrow())
+        if sum(r.until_offset - r.from_offset for r in ranges) <= WRITTEN_HERE_UP_TO:
+            # A live batch: written here, as a Spark job's fixed cost would be most of its time
+            # (docs/performance.md#freshness). A catch-up batch goes to the executors.
+            results = TaskResults(pa.Table.from_batches(ShareWriter(plan).share(0), RESULT_COLUMNS))
+        else:
+            tasks = spark.range(len(shares), numPartitions=len(shares))
+            results = TaskResults(tasks.mapInArrow(ShareWriter(plan), ShareWriter.SCHEMA).toArrow())
         self.records_read[batch_id] = results.records_read()
         new_ids = results.new_id_hashes()
         if results.same_trade_kept_twice() or self.trade_ids.known(new_ids).any():
             # Two tasks each kept a first copy of one trade (sent with two keys, so into two Kafka
             # partitions, or on both sides of where a partition's range was cut), or a task kept a
-            # trade whose id silver has with another event time: the silver and quarantine files
-            # stay uncommitted, and the driver takes the batch through MERGEs, keeping the first
-            # copy and quarantining a conflicting one.
+            # trade whose id silver has (delivered again, or a conflicting record): the silver and
+            # quarantine files stay uncommitted, and the driver takes the batch through MERGEs,
+            # keeping the first copy and quarantining a conflicting one.
             log.info("batch %d: a trade_id seen before; silver takes the batch through a MERGE", batch_id)
             self.lake.commit_files(bronze.BRONZE, results.files(bronze.BRONZE), this)
             return self.write_on_driver(self.collect(batch, batch_id), batch_id, ledger, latest)

@@ -6,9 +6,9 @@ it through `mapInArrow`, one task per group of whole Kafka partitions):
   written in one Python process, with no JVM pass and no second worker in between;
 * writes the share's bronze, quarantine and silver rows as new Parquet files into the tables'
   locations (lake/files.py); the driver commits them, so nothing is visible before it does;
-* keeps for silver only the trades silver does not have yet: the first copy of each trade_id in
-  the share (arrival order), less those whose (trade_id, event_time) silver holds, read from the
-  silver version the driver pinned, among the files whose event times overlap the share's;
+* keeps for silver the first copy of each trade_id in the share (arrival order). Whether silver
+  holds any of them already the driver tells from their ids' hashes (TradeIds below), without a
+  read of silver per task: a batch with such a trade goes through the driver's MERGEs instead;
 * sends a new trade whose event time jumps far ahead of all seen (silver.time_jump_reasons) to
   quarantine instead;
 * judges the new trades against the batch's watermark and sends back, rather than rows, what
@@ -52,7 +52,6 @@ class BatchPlan:
 
     lake_root: str
     storage_options: dict | None  # what a task on any host needs to reach the tables (locations.options_for_tasks)
-    silver_version: int  # silver as the driver sees it before the batch
     watermark: datetime  # the batch's: trades at or before it are too late
     window: timedelta
     ingested_at: datetime
@@ -115,9 +114,12 @@ class ShareWriter:
         """tasks: the ids (into plan.reads) of the shares this Spark task reads and writes."""
         for batch in tasks:
             for task in batch.column("id").to_pylist():
-                with no_cycle_collection():
-                    results = list(self.write_share(read_ranges(self.plan.source, self.plan.reads[task])))
-                yield from results
+                yield from self.share(task)
+
+    def share(self, task: int) -> list[pa.RecordBatch]:
+        """Read, parse and write one share (plan.reads[task]): the driver's results."""
+        with no_cycle_collection():
+            return list(self.write_share(read_ranges(self.plan.source, self.plan.reads[task])))
 
     def write_share(self, records: pa.Table) -> Iterator[pa.RecordBatch]:
         """Kafka records (the source's columns) -> the tables' files and the driver's results."""
@@ -130,8 +132,7 @@ class ShareWriter:
         if trades.num_rows < valid.num_rows:  # copies of a trade_id in the share: the first wins
             _, conflicting, reasons = silver.split_conflicts(valid, trades)
             rows = silver.with_reasons(rows, conflicting, reasons)
-        new = new_to_silver(trades, silver_matches(self.lake, trades, self.plan.silver_version))
-        new, jumped, reasons = silver.split_time_jumps(new, self.plan.latest_seen, self.plan.max_event_time_jump)
+        new, jumped, reasons = silver.split_time_jumps(trades, self.plan.latest_seen, self.plan.max_event_time_jump)
         rows = silver.with_reasons(rows, jumped, reasons)
         results = [self.write(bronze.BRONZE, bronze.bronze_rows(rows)),
                    self.write(QUARANTINE, silver.quarantine_rows(rows)),
