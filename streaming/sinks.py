@@ -248,7 +248,9 @@ class MedallionSink:
         if sum(r.until_offset - r.from_offset for r in ranges) <= WRITTEN_HERE_UP_TO:
             # A live batch: written here, as a Spark job's fixed cost would be most of its time
             # (docs/performance.md#freshness). A catch-up batch goes to the executors.
-            results = TaskResults(pa.Table.from_batches(ShareWriter(plan).share(0), RESULT_COLUMNS))
+            writer = ShareWriter(plan)
+            results = TaskResults(pa.Table.from_batches([result for share in range(len(shares))
+                                                         for result in writer.share(share)], RESULT_COLUMNS))
         else:
             tasks = spark.range(len(shares), numPartitions=len(shares))
             results = TaskResults(tasks.mapInArrow(ShareWriter(plan), ShareWriter.SCHEMA).toArrow())

@@ -1,5 +1,6 @@
 """What each Spark task does with its share of a micro-batch, where the data is (sinks.py runs
-it through `mapInArrow`, one task per group of whole Kafka partitions):
+it through `mapInArrow`, one task per share of a catch-up batch, and a live batch's in the
+driver's own process, where a Spark job would cost more than the work):
 
 * reads its share's Kafka offset ranges itself and parses them (silver.parse_records): the
   streaming query's own source only plans the ranges, so each record is read, parsed and
