@@ -56,6 +56,7 @@ from streaming.lateness import (
 )
 from streaming.replay import recount
 from streaming.rows import one_per_key
+from streaming.spark_session import is_local_master
 from streaming.task_writes import (
     LATE,
     RESULT_COLUMNS,
@@ -74,7 +75,8 @@ log = logging.getLogger(__name__)
 # A writing task holds its share of a batch in memory, as records, trades and files: past this
 # many records a batch goes to more tasks than there are cores, in whole waves.
 MAX_RECORDS_PER_WRITING_TASK = 100_000
-# A batch of up to this many records is read, parsed and written in the driver's process.
+# With a local master, a batch of up to this many records is read, parsed and written in the
+# driver's process.
 WRITTEN_HERE_UP_TO = 20_000
 
 # The tables the sink's gold step writes as one step: a reader holding their locks (the
@@ -245,9 +247,11 @@ class MedallionSink:
         plan = BatchPlan(self.lake.root, self.lake.storage_options, judged_watermark(ledger),
                          self.settings.window, datetime.now(timezone.utc), latest, self.settings.max_event_time_jump,
                          self.source, tuple(tuple(r.value for r in share.ranges) for share in shares))
-        if sum(r.until_offset - r.from_offset for r in ranges) <= WRITTEN_HERE_UP_TO:
-            # A live batch: written here, as a Spark job's fixed cost would be most of its time
-            # (docs/performance.md#freshness). A catch-up batch goes to the executors.
+        if is_local_master(spark.sparkContext.master) and \
+                sum(r.until_offset - r.from_offset for r in ranges) <= WRITTEN_HERE_UP_TO:
+            # A live batch on one host: written here, as a Spark job's fixed cost would be most
+            # of its time (docs/performance.md#freshness). A catch-up batch, or any batch on a
+            # cluster, goes to the executors.
             writer = ShareWriter(plan)
             results = TaskResults(pa.Table.from_batches([result for share in range(len(shares))
                                                          for result in writer.share(share)], RESULT_COLUMNS))
