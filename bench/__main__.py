@@ -20,7 +20,8 @@ import sys
 from pathlib import Path
 
 from bench import phases, report
-from streaming.cli import add_spark_conf_argument
+from streaming.cli import add_spark_conf_argument, duration_argument
+from streaming.config import Settings, duration_text
 
 log = logging.getLogger("bench")
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -42,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--rate", type=float, default=1_000, help="trades/s for freshness (default: %(default)s)")
     parser.add_argument("--freshness-seconds", type=float, default=180,
                         help="how long to produce for freshness (default: %(default)s)")
+    parser.add_argument("--trigger", type=duration_argument, default=Settings.trigger, metavar="INTERVAL",
+                        help="the pipeline's trigger while measuring freshness, e.g. '500 milliseconds' "
+                             f"(default: the pipeline's own, '{duration_text(Settings.trigger)}')")
     parser.add_argument("--callback-runs", type=int, default=200, help="dashboard refreshes (default: %(default)s)")
     parser.add_argument("--master", default="local[*]", help="Spark master (default: %(default)s)")
     add_spark_conf_argument(parser)

@@ -309,7 +309,7 @@ def run(args: argparse.Namespace) -> Results:
 
         log.info("3/5 freshness at %g trades/s for %g s ...", args.rate, args.freshness_seconds)
         with phase("freshness", memory, results):
-            run_freshness(spark, Settings(data_dir=work / "fresh", topic="bench-fresh", **common),
+            run_freshness(spark, Settings(data_dir=work / "fresh", topic="bench-fresh", trigger=args.trigger, **common),
                           args.rate, args.freshness_seconds, results)
         lat = results.latencies()
         log.info("    freshness: p50 %.2f s, p95 %.2f s, p99 %.2f s over %s trades%s",

@@ -16,6 +16,7 @@ from streaming.config import (
     Settings,
     Simulation,
     UsageError,
+    duration_text,
     parse_duration,
     parse_instant,
     parse_kafka_properties,
@@ -106,6 +107,9 @@ def _argtype(parse):
 
     convert.__name__ = parse.__name__
     return convert
+
+
+duration_argument = _argtype(parse_duration)
 
 
 def _bootstrap(text: str) -> str:
@@ -231,10 +235,10 @@ def build_parser() -> argparse.ArgumentParser:
                         metavar="DURATION", help="tumbling window length (default: '15 minutes')")
     stream.add_argument("--watermark", type=_argtype(parse_duration), default=parse_duration("30 minutes"),
                         metavar="DURATION", help="how late a trade may arrive and still count (default: '30 minutes')")
-    stream.add_argument("--trigger", type=_argtype(parse_duration), default=parse_duration("1 second"),
+    stream.add_argument("--trigger", type=duration_argument, default=Settings.trigger,
                         metavar="DURATION",
                         help="micro-batch interval, e.g. '2 seconds' or '500 milliseconds' "
-                             "(default: '1 second')")
+                             f"(default: '{duration_text(Settings.trigger)}')")
     stream.add_argument("--max-event-time-jump", type=_argtype(parse_duration), default=Settings.max_event_time_jump,
                         metavar="DURATION",
                         help="quarantine a trade whose event time is more than this ahead of the latest event time "

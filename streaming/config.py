@@ -41,6 +41,12 @@ def format_duration(delta: timedelta) -> str:
     return f"{milliseconds // 1000} seconds" if milliseconds % 1000 == 0 else f"{milliseconds} milliseconds"
 
 
+def duration_text(delta: timedelta) -> str:
+    """timedelta -> how --help shows it ('1 second', '500 milliseconds')."""
+    text = format_duration(delta)
+    return text[:-1] if text.startswith("1 ") else text
+
+
 def parse_instant(text: str) -> datetime:
     """An ISO-8601 time with a zone ('2026-03-02T09:00:00Z') -> aware UTC datetime."""
     try:

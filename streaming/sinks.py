@@ -65,8 +65,6 @@ from streaming.task_writes import (
     ShareWriter,
     TaskResults,
     TradeIds,
-    new_to_silver,
-    silver_matches,
     trade_id_hashes,
 )
 
@@ -99,6 +97,24 @@ def offset_ranges(records: pa.Table) -> pa.Table:
         [("offset", "min"), ("offset", "max")])
     return pa.table({"topic": spans["topic"], "partition": spans["partition"], "start_offset": spans["offset_min"],
                      "end_offset": pc.add(spans["offset_max"], 1)})
+
+
+def new_to_silver(trades: pa.Table, existing: pa.Table) -> pa.Table:
+    """The trades (one per trade_id) whose (trade_id, event_time) is not among `existing`'s."""
+    if existing.num_rows == 0 or trades.num_rows == 0:
+        return trades
+    key = lambda rows: pc.binary_join_element_wise(  # noqa: E731
+        rows["trade_id"], pc.cast(pc.cast(rows["event_time"], pa.int64()), pa.string()), "\x00")
+    return trades.filter(pc.invert(pc.is_in(key(trades), key(existing).combine_chunks())))
+
+
+def silver_matches(lake: Lake, trades: pa.Table, version: int | None = None) -> pa.Table:
+    """Silver's (trade_id, event_time) among the trades' event times (at `version`, else now)."""
+    if trades.num_rows == 0:
+        return pa.table({"trade_id": pa.array([], pa.string()), "event_time": pa.array([], UTC_TIME)})
+    low, high = pc.min_max(trades["event_time"]).values()
+    return lake.read(SILVER, ["trade_id", "event_time"], in_time_range("event_time", low.as_py(), high.as_py()),
+                     version=version)
 
 
 def gold_rows(sums: pa.Table, batch_id: int, now: datetime) -> pa.Table:
@@ -248,7 +264,7 @@ class MedallionSink:
                          self.settings.window, datetime.now(timezone.utc), latest, self.settings.max_event_time_jump,
                          self.source, tuple(tuple(r.value for r in share.ranges) for share in shares))
         if is_local_master(spark.sparkContext.master) and \
-                sum(r.until_offset - r.from_offset for r in ranges) <= WRITTEN_HERE_UP_TO:
+                sum(r.records for r in ranges) <= WRITTEN_HERE_UP_TO:
             # A live batch on one host: written here, as a Spark job's fixed cost would be most
             # of its time (docs/performance.md#freshness). A catch-up batch, or any batch on a
             # cluster, goes to the executors.

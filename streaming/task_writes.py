@@ -36,7 +36,7 @@ from streaming.gold import window_sums
 from streaming.kafka.options import SourceOptions
 from streaming.kafka.reader import read_ranges
 from streaming.lake.files import DataFile, write_file
-from streaming.lake.store import Lake, in_time_range
+from streaming.lake.store import Lake
 from streaming.lake.tables import QUARANTINE, SILVER, UTC_TIME, Table
 from streaming.lateness import LATE_CANDIDATE_COLUMNS, too_late
 from streaming.rows import no_cycle_collection, one_per_key
@@ -77,24 +77,6 @@ def from_ipc(payload: bytes) -> pa.Table:
 def _result(kind: str, table: str = "", file: DataFile | None = None, payload: bytes | None = None) -> dict:
     return {"kind": kind, "table": table, "path": file.path if file else None, "size": file.size if file else None,
             "num_rows": file.rows if file else None, "stats": file.stats if file else None, "payload": payload}
-
-
-def new_to_silver(trades: pa.Table, existing: pa.Table) -> pa.Table:
-    """The trades (one per trade_id) whose (trade_id, event_time) is not among `existing`'s."""
-    if existing.num_rows == 0 or trades.num_rows == 0:
-        return trades
-    key = lambda rows: pc.binary_join_element_wise(  # noqa: E731
-        rows["trade_id"], pc.cast(pc.cast(rows["event_time"], pa.int64()), pa.string()), "\x00")
-    return trades.filter(pc.invert(pc.is_in(key(trades), key(existing).combine_chunks())))
-
-
-def silver_matches(lake: Lake, trades: pa.Table, version: int | None = None) -> pa.Table:
-    """Silver's (trade_id, event_time) among the trades' event times (at `version`, else now)."""
-    if trades.num_rows == 0:
-        return pa.table({"trade_id": pa.array([], pa.string()), "event_time": pa.array([], UTC_TIME)})
-    low, high = pc.min_max(trades["event_time"]).values()
-    return lake.read(SILVER, ["trade_id", "event_time"], in_time_range("event_time", low.as_py(), high.as_py()),
-                     version=version)
 
 
 def trade_id_hashes(ids: pa.ChunkedArray) -> pa.Array:

@@ -131,6 +131,10 @@ class KafkaPartitionRange(InputPartition):
         self.from_offset = from_offset
         self.until_offset = until_offset
 
+    @property
+    def records(self) -> int:
+        return self.until_offset - self.from_offset
+
 
 class KafkaRangeGroup(InputPartition):
     """The ranges one Spark task reads, one after another."""
@@ -138,6 +142,10 @@ class KafkaRangeGroup(InputPartition):
     def __init__(self, ranges: list[KafkaPartitionRange]):
         super().__init__(tuple(r.value for r in ranges))
         self.ranges = ranges
+
+    @property
+    def records(self) -> int:
+        return sum(r.records for r in self.ranges)
 
 
 def group_ranges(ranges: list[KafkaPartitionRange], max_tasks: int | None,
@@ -150,16 +158,16 @@ def group_ranges(ranges: list[KafkaPartitionRange], max_tasks: int | None,
     reader per batch, as Spark's Kafka source has."""
     if not max_tasks:
         return [KafkaRangeGroup([r]) for r in ranges]
-    total = sum(r.until_offset - r.from_offset for r in ranges)
+    total = sum(r.records for r in ranges)
     tasks = max(1, min(max_tasks, -(-total // max(1, min_records_per_task))))
     if len(ranges) <= tasks:
         return [KafkaRangeGroup([r]) for r in ranges]
     groups: list[list[KafkaPartitionRange]] = [[] for _ in range(tasks)]
     loads = [0] * tasks
-    for part in sorted(ranges, key=lambda r: r.until_offset - r.from_offset, reverse=True):
+    for part in sorted(ranges, key=lambda r: r.records, reverse=True):
         lightest = loads.index(min(loads))
         groups[lightest].append(part)
-        loads[lightest] += part.until_offset - part.from_offset
+        loads[lightest] += part.records
     return [KafkaRangeGroup(group) for group in groups if group]
 
 
@@ -168,15 +176,16 @@ def even_shares(ranges: list[KafkaPartitionRange], cores: int, max_records_per_t
     """Tasks with the same number of records each, in whole waves of `cores` tasks, none over
     `max_records_per_task`: ranges are cut where whole ones would leave a core idle (3
     partitions on 2 cores). A small batch is one task, as with group_ranges."""
-    total = sum(r.until_offset - r.from_offset for r in ranges)
+    total = sum(r.records for r in ranges)
     tasks = max(1, min(cores, -(-total // max(1, min_records_per_task))))
     if total > tasks * max_records_per_task:
         tasks = -(-total // max_records_per_task)
         tasks = -(-tasks // cores) * cores
+    per_task = -(-total // tasks)
     whole = group_ranges(ranges, tasks, min_records_per_task=1)
-    if len(whole) == tasks and max(_records(g) for g in whole) <= -(-total // tasks) * 1.1:
+    if len(whole) == tasks and max(g.records for g in whole) <= per_task * 1.1:
         return whole
-    per_task, groups, current, room = -(-total // tasks), [], [], -(-total // tasks)
+    groups, current, room = [], [], per_task
     for part in ranges:
         start = part.from_offset
         while start < part.until_offset:
@@ -190,10 +199,6 @@ def even_shares(ranges: list[KafkaPartitionRange], cores: int, max_records_per_t
     if current:
         groups.append(KafkaRangeGroup(current))
     return groups
-
-
-def _records(group: KafkaRangeGroup) -> int:
-    return sum(r.until_offset - r.from_offset for r in group.ranges)
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -476,7 +481,7 @@ def read_range(options: SourceOptions, part: KafkaPartitionRange) -> Iterator:
         raise KafkaSourceError(f"reading {part.topic}/{part.partition}: {exc.args[0].str()}") from None
     finally:
         consumer.close()
-        if part.until_offset - part.from_offset >= TRIM_AFTER_RECORDS:
+        if part.records >= TRIM_AFTER_RECORDS:
             release_freed_memory()
 
 
