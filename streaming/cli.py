@@ -231,15 +231,15 @@ def build_parser() -> argparse.ArgumentParser:
                      help="log a status line every N gold micro-batches (default: %(default)s)")
 
     stream = parser.add_argument_group("streaming")
-    stream.add_argument("--window", type=_argtype(parse_duration), default=parse_duration("15 minutes"),
+    stream.add_argument("--window", type=duration_argument, default=parse_duration("15 minutes"),
                         metavar="DURATION", help="tumbling window length (default: '15 minutes')")
-    stream.add_argument("--watermark", type=_argtype(parse_duration), default=parse_duration("30 minutes"),
+    stream.add_argument("--watermark", type=duration_argument, default=parse_duration("30 minutes"),
                         metavar="DURATION", help="how late a trade may arrive and still count (default: '30 minutes')")
     stream.add_argument("--trigger", type=duration_argument, default=Settings.trigger,
                         metavar="DURATION",
                         help="micro-batch interval, e.g. '2 seconds' or '500 milliseconds' "
                              f"(default: '{duration_text(Settings.trigger)}')")
-    stream.add_argument("--max-event-time-jump", type=_argtype(parse_duration), default=Settings.max_event_time_jump,
+    stream.add_argument("--max-event-time-jump", type=duration_argument, default=Settings.max_event_time_jump,
                         metavar="DURATION",
                         help="quarantine a trade whose event time is more than this ahead of the latest event time "
                              "seen and of its Kafka timestamp, instead of letting it move the watermark "
@@ -248,7 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="whether the pipeline stops when Kafka no longer holds offsets it expects (a broker "
                              "that lost its tail, retention, a recreated topic); with false it logs the loss and "
                              "reads on from what the broker holds (default: true, as Spark's failOnDataLoss)")
-    stream.add_argument("--kafka-retry-timeout", type=_argtype(parse_duration), default=Settings.kafka_retry_timeout,
+    stream.add_argument("--kafka-retry-timeout", type=duration_argument, default=Settings.kafka_retry_timeout,
                         metavar="DURATION",
                         help="how long the pipeline keeps trying to reach an unreachable Kafka, with no micro-batch "
                              "meanwhile, before the query fails and is restarted (--max-query-restarts) "
@@ -275,10 +275,10 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--beyond-watermark-share", type=_share, default=Simulation.beyond_watermark_share,
                      metavar="SHARE",
                      help="of the late trades, the share later than the watermark (default: %(default)s)")
-    sim.add_argument("--max-lateness", type=_argtype(parse_duration), metavar="DURATION",
+    sim.add_argument("--max-lateness", type=duration_argument, metavar="DURATION",
                      help="how late a late trade within the watermark is at most, in market time "
                           "(default: 90%% of the watermark)")
-    sim.add_argument("--max-beyond", type=_argtype(parse_duration), metavar="DURATION",
+    sim.add_argument("--max-beyond", type=duration_argument, metavar="DURATION",
                      help="how far beyond the watermark a too-late trade is at most, in market time "
                           "(default: as long as the watermark)")
     sim.add_argument("--duplicate-share", type=_share, default=Simulation.duplicate_share, metavar="SHARE",
@@ -441,8 +441,9 @@ def build_load_parser() -> argparse.ArgumentParser:
     stream.add_argument("--archive-dir", type=Path, metavar="DIR",
                         help="with --clean-source archive: where sent files go, under their full path "
                              "(default: <data-dir>/loader-archive)")
-    stream.add_argument("--trigger", type=_argtype(parse_duration), default=LoadSettings.trigger,
-                        metavar="DURATION", help="how often to look for new files (default: '5 seconds')")
+    stream.add_argument("--trigger", type=duration_argument, default=LoadSettings.trigger,
+                        metavar="DURATION",
+                        help=f"how often to look for new files (default: '{duration_text(LoadSettings.trigger)}')")
     stream.add_argument("--available-now", action="store_true",
                         help="load the files there now, then exit 0 (catch-up / cron use)")
     return parser
