@@ -348,9 +348,11 @@ class MedallionSink:
         maybe = trades["trade_id"].filter(pa.array(known))
         if len(maybe) == 0:
             return pa.schema([SILVER.schema.field(c) for c in columns]).empty_table()
-        if len(maybe) > 1000:  # many (records read again): one pass over silver's ids beats a long IN list
-            held = self.lake.read(SILVER, columns)
-            return held.filter(pc.is_in(held["trade_id"], value_set=maybe.combine_chunks()))
+        if len(maybe) > 1000:  # many (records read again): one pass over silver beats a long IN list
+            wanted = maybe.combine_chunks()
+            return pa.Table.from_batches([batch.filter(pc.is_in(batch["trade_id"], value_set=wanted))
+                                          for batch in self.lake.scan(SILVER, columns)],
+                                         pa.schema([SILVER.schema.field(c) for c in columns]))
         ids = ", ".join(sql_literal(trade_id) for trade_id in maybe.to_pylist())
         return self.lake.read(SILVER, columns, f"{quote('trade_id')} IN ({ids})")
 

@@ -188,7 +188,9 @@ class TradeIds:
 
     def _loaded(self) -> np.ndarray:
         if self._all is None:
-            self._all = np.sort(trade_id_hashes(self.lake.read(SILVER, ["trade_id"])["trade_id"]).to_numpy())
+            # A batch at a time: silver's ids as strings would take several times their hashes.
+            hashes = [trade_id_hashes(batch["trade_id"]).to_numpy() for batch in self.lake.scan(SILVER, ["trade_id"])]
+            self._all = np.sort(np.concatenate(hashes)) if hashes else np.empty(0, np.uint64)
         return self._all
 
     def known(self, hashes: np.ndarray) -> np.ndarray:

@@ -252,6 +252,18 @@ class Lake:
             return None
         return plain_strings(pa.table(QueryBuilder().register("t", opened).execute(sql).read_all()))
 
+    def scan(self, table: Table, columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
+        """The table's latest rows, these columns, a record batch at a time: for a pass over a
+        whole large table that keeps only what it derives (nothing if the table does not exist)."""
+        opened = self.open(table)
+        if opened is None:
+            return
+        sql = f"SELECT {', '.join(quote(c) for c in columns)} FROM t"
+        wanted = pa.schema([table.schema.field(c) for c in columns])
+        for batch in QueryBuilder().register("t", opened).execute(sql):
+            yield pa.RecordBatch.from_arrays([column.cast(field.type) for column, field in zip(batch.columns, wanted)],
+                                             schema=wanted)
+
     def read(self, table: Table, columns: Sequence[str] | None = None, where: str | None = None,
              version: int | None = None) -> pa.Table:
         """The rows matching `where` (SQL on the table's columns), or all, at `version` or the

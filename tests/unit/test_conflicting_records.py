@@ -53,6 +53,22 @@ def test_the_id_index_knows_what_silver_held_and_what_was_added_since(tmp_path):
     assert ids.known(hashes("c", "a", "y")).tolist() == [True, True, False]
 
 
+def test_the_id_index_starts_from_every_trade_id_silver_holds(tmp_path):
+    from streaming.lake.store import Batch, Lake
+    from streaming.lake.tables import SILVER
+    from streaming.task_writes import trade_id_hashes
+
+    lake = Lake(tmp_path)
+    for batch, names in enumerate((["a", "b"], ["c"])):
+        rows = pa.table({f.name: pa.nulls(len(names), f.type) for f in SILVER.schema}, schema=SILVER.schema)
+        rows = rows.set_column(rows.schema.get_field_index("trade_id"), "trade_id", pa.array(names))
+        rows = rows.set_column(rows.schema.get_field_index("event_time"), "event_time",
+                               pa.array([T0] * len(names), UTC_TIME))
+        lake.publish(SILVER, rows, Batch("test", batch))
+    hashes = trade_id_hashes(pa.chunked_array([pa.array(["c", "z", "a", "b"])])).to_numpy()
+    assert TradeIds(lake).known(hashes).tolist() == [True, False, True, True]
+
+
 def test_membership_in_a_sorted_run_at_its_edges():
     run = np.array([2, 5, 9], np.uint64)
     assert _in_sorted(run, np.array([1, 2, 9, 10, 5], np.uint64)).tolist() == [False, True, True, False, True]

@@ -138,6 +138,17 @@ def test_a_read_is_typed_by_the_catalog_and_empty_before_the_table_exists(tmp_pa
     assert found.schema == pa.schema([("trade_id", pa.string())]) and found["trade_id"].to_pylist() == ["b"]
 
 
+def test_a_scan_gives_every_row_a_batch_at_a_time_typed_by_the_catalog(tmp_path):
+    lake = Lake(tmp_path)
+    assert list(lake.scan(SILVER_LIKE, ["trade_id"])) == []  # no table yet
+    lake.publish(SILVER_LIKE, trades(["a", "b"], [0, 20], "x"), Batch("app", 0))
+    lake.publish(SILVER_LIKE, trades(["c"], [40], "y"), Batch("app", 1))
+    batches = list(lake.scan(SILVER_LIKE, ["trade_id", "event_time"]))
+    assert all(b.schema == pa.schema([SILVER_LIKE.schema.field("trade_id"), SILVER_LIKE.schema.field("event_time")])
+               for b in batches)
+    assert sorted(pa.Table.from_batches(batches)["trade_id"].to_pylist()) == ["a", "b", "c"]
+
+
 def test_an_earlier_version_reads_as_it_stood_and_the_history_lists_the_commits(tmp_path):
     lake = Lake(tmp_path)
     lake.publish(BRONZE_LIKE, records([1], "a"), Batch("app", 0))
