@@ -11,9 +11,13 @@ import json
 import logging
 import random
 import socket
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Callable
 
 from confluent_kafka import Producer, TopicPartition
 
@@ -111,6 +115,27 @@ def broker_consume_rate(bootstrap: str, topic: str) -> float:
         return read / (time.perf_counter() - began)
     finally:
         consumer.close()
+
+
+def broker_consume_rate_apart(bootstrap: str, topic: str, started: Callable[[int], None]) -> float:
+    """broker_consume_rate in a process of its own, whose pid goes to `started`: the anchor's
+    consumer holds the whole topic in its fetch buffers for a moment (hundreds of MB), which is
+    the benchmark's tool, not the pipeline's memory."""
+    code = ("import sys; from bench.load import broker_consume_rate; "
+            "print(broker_consume_rate(sys.argv[1], sys.argv[2]))")
+    process = subprocess.Popen([sys.executable, "-c", code, bootstrap, topic], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parent.parent)
+    started(process.pid)
+    try:
+        out, err = process.communicate(timeout=ANCHOR_TIMEOUT_S + 60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise RuntimeError(f"the anchor consumer gave no answer within {ANCHOR_TIMEOUT_S + 60} s") from None
+    if process.returncode != 0:
+        last = err.strip().splitlines()[-1] if err.strip() else f"exit code {process.returncode}"
+        raise RuntimeError(f"the anchor consumer failed: {last}")
+    return float(out.strip().splitlines()[-1])
 
 
 def drop_topic(bootstrap: str, topic: str) -> None:

@@ -32,7 +32,7 @@ from bench.load import (
     BENCH_DAY,
     PARTITIONS,
     Oracle,
-    broker_consume_rate,
+    broker_consume_rate_apart,
     drop_topic,
     free_port,
     kafka_config,
@@ -61,7 +61,11 @@ FRESH_RETENTION_MS = 120_000
 def phase(name: str, memory: MemorySampler, results: Results):
     """Record a phase's wall time and the CPU time each process group spent in it."""
     before, began = memory.cpu_seconds(), time.perf_counter()
-    yield
+    memory.phase = name
+    try:
+        yield
+    finally:
+        memory.phase = f"after {name}"
     after = memory.cpu_seconds()
     results.phase_s[name] = time.perf_counter() - began
     results.cpu_s[name] = {group: after[group] - before[group] for group in after}
@@ -295,7 +299,7 @@ def run(args: argparse.Namespace) -> Results:
         began = time.perf_counter()
         oracle = preload(bootstrap, "bench-preload", args.trades)
         results.preload_s = time.perf_counter() - began
-        results.broker_msgs_per_s = broker_consume_rate(bootstrap, "bench-preload")
+        results.broker_msgs_per_s = broker_consume_rate_apart(bootstrap, "bench-preload", memory.tools.add)
         log.info("    broker anchor: %s records/s (plain consumer)", f"{results.broker_msgs_per_s:,.0f}")
 
         log.info("2/5 throughput: catching up on them ...")
@@ -319,6 +323,7 @@ def run(args: argparse.Namespace) -> Results:
         log.info("4/5 dashboard: %d refreshes on a full trading day ...", args.callback_runs)
         day = Lake(throughput_dir)
         add_corrections_and_late_trades(day, corrections=150, late=500)
+        memory.phase = "dashboard"
         run_dashboard(day, args.callback_runs, results)
         log.info("    data callback + chart: p50 %.1f ms, p95 %.1f ms; whole page refresh: p50 %.1f ms, p95 %.1f ms",
                  results.percentile(results.callback_ms, 50), results.percentile(results.callback_ms, 95),
@@ -329,6 +334,8 @@ def run(args: argparse.Namespace) -> Results:
         results.rss_mb = dict(memory.peak_rss)
         results.peak_total_rss_mb, results.peak_total_pss_mb = memory.peak_total_rss, memory.peak_total_pss
         results.peak_pipeline_rss_mb = memory.peak_pipeline_rss
+        results.pipeline_peak_phase = memory.pipeline_peak_phase
+        results.pipeline_peak_parts = memory.pipeline_peak_parts
         log.info("    peak RSS: %s; all together at one moment %s MiB RSS, %s MiB PSS",
                  ", ".join(f"{k} {v:,.0f} MiB" for k, v in results.rss_mb.items()),
                  f"{memory.peak_total_rss:,.0f}", f"{memory.peak_total_pss:,.0f}")

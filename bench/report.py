@@ -139,8 +139,8 @@ def report(results: Results, args: argparse.Namespace, plots: list[str]) -> str:
         "## What each figure is",
         "",
         f"- **Broker anchor**: {results.broker_msgs_per_s:,.0f} records/s, a plain confluent-kafka consumer "
-        f"reading the {results.trades:,} preloaded trades (assign + consume, each value touched). The pipeline "
-        "cannot read faster than this.",
+        f"reading the {results.trades:,} preloaded trades (assign + consume, each value touched), in a process "
+        "of its own that the memory figures leave out. The pipeline cannot read faster than this.",
         f"- **Throughput**: the pipeline's one query (`medallion`: bronze, silver, quarantine and gold) catches "
         "up on the preloaded "
         f"trades with `--available-now` and `--max-offsets-per-trigger {args.batch_size}`. Sustained = trades / "
@@ -167,7 +167,11 @@ def report(results: Results, args: argparse.Namespace, plots: list[str]) -> str:
         "- **Memory**: every process sampled each second through the run. The peak of their RSS summed "
         f"at one moment is the figure above; PSS, which shares the pages Spark's forked Python workers have "
         f"in common out among them, peaked at {results.peak_total_pss_mb:,.0f} MiB. Each group's own peak RSS: "
-        + ", ".join(f"{name} {mb:,.0f} MiB" for name, mb in results.rss_mb.items()) + ".",
+        + ", ".join(f"{name} {mb:,.0f} MiB" for name, mb in results.rss_mb.items()) + "."
+        + (f" The pipeline's peak came in the {results.pipeline_peak_phase} phase: "
+           + ", ".join(f"{name} {mb:,.0f} MiB ({count} process{'es' if count != 1 else ''})"
+                       for name, (mb, count) in results.pipeline_peak_parts.items()) + "."
+           if results.pipeline_peak_parts else ""),
         "",
         "## Where the CPU went",
         "",

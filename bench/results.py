@@ -36,6 +36,8 @@ class Results:
     rss_mb: dict = field(default_factory=dict)  # group -> its peak RSS
     peak_total_rss_mb: float = 0.0  # the peak of all groups' RSS summed at one moment
     peak_pipeline_rss_mb: float = 0.0  # the same without the broker
+    pipeline_peak_phase: str = ""  # when that peak came
+    pipeline_peak_parts: dict = field(default_factory=dict)  # group -> (RSS MiB, processes) at that peak
     peak_total_pss_mb: float = 0.0
 
     def percentile(self, values: list[float], p: float) -> float:

@@ -114,11 +114,16 @@ class MemorySampler(Poller):
         self.broker_dir = broker_dir
         self.peak_rss = dict.fromkeys(self.GROUPS, 0.0)
         self.peak_total_rss = self.peak_total_pss = self.peak_pipeline_rss = 0.0
+        self.phase = "set-up"  # set by whoever runs the phases
+        self.tools: set[int] = set()  # the benchmark's own helper processes: not the pipeline's
+        # At the pipeline's peak: the phase, and each group's RSS and number of processes.
+        self.pipeline_peak_phase = ""
+        self.pipeline_peak_parts: dict[str, tuple[float, int]] = {}
         self._cpu_ticks: dict[int, tuple[str, int]] = {}  # pid -> (group, user + system ticks last seen)
         self._lock = threading.Lock()
 
     def groups(self) -> dict[str, list[int]]:
-        children = child_pids(os.getpid())
+        children = [pid for pid in child_pids(os.getpid()) if pid not in self.tools]
         jvm = [pid for pid in children if process_name(pid) == "java"]
         broker = broker_pid(self.broker_dir)
         return {"JVM": jvm, "Python (driver)": [os.getpid()],
@@ -136,6 +141,7 @@ class MemorySampler(Poller):
 
     def sample(self) -> None:
         total_rss = total_pss = broker_rss = 0.0
+        parts: dict[str, tuple[float, int]] = {}
         for name, pids in self.groups().items():
             for pid in pids:
                 ticks = cpu_ticks(pid)
@@ -146,9 +152,13 @@ class MemorySampler(Poller):
             total_rss += rss
             total_pss += sum(proc_kib(pid, "Pss", "smaps_rollup") for pid in pids) / 1024
             self.peak_rss[name] = max(self.peak_rss[name], rss)
+            parts[name] = (rss, len(pids))
             broker_rss += rss if name == "broker" else 0.0
         self.peak_total_rss = max(self.peak_total_rss, total_rss)
-        self.peak_pipeline_rss = max(self.peak_pipeline_rss, total_rss - broker_rss)
+        if total_rss - broker_rss > self.peak_pipeline_rss:
+            self.peak_pipeline_rss = total_rss - broker_rss
+            self.pipeline_peak_phase = self.phase
+            self.pipeline_peak_parts = {name: part for name, part in parts.items() if name != "broker"}
         self.peak_total_pss = max(self.peak_total_pss, total_pss)
 
     def tick(self) -> None:
