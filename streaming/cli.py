@@ -231,10 +231,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="log a status line every N gold micro-batches (default: %(default)s)")
 
     stream = parser.add_argument_group("streaming")
-    stream.add_argument("--window", type=duration_argument, default=parse_duration("15 minutes"),
-                        metavar="DURATION", help="tumbling window length (default: '15 minutes')")
-    stream.add_argument("--watermark", type=duration_argument, default=parse_duration("30 minutes"),
-                        metavar="DURATION", help="how late a trade may arrive and still count (default: '30 minutes')")
+    stream.add_argument("--window", type=duration_argument, default=Settings.window, metavar="DURATION",
+                        help=f"tumbling window length (default: '{duration_text(Settings.window)}')")
+    stream.add_argument("--watermark", type=duration_argument, default=Settings.watermark, metavar="DURATION",
+                        help="how late a trade may arrive and still count "
+                             f"(default: '{duration_text(Settings.watermark)}')")
     stream.add_argument("--trigger", type=duration_argument, default=Settings.trigger,
                         metavar="DURATION",
                         help="micro-batch interval, e.g. '2 seconds' or '500 milliseconds' "

@@ -42,9 +42,15 @@ def format_duration(delta: timedelta) -> str:
 
 
 def duration_text(delta: timedelta) -> str:
-    """timedelta -> how --help shows it ('1 second', '500 milliseconds')."""
-    text = format_duration(delta)
-    return text[:-1] if text.startswith("1 ") else text
+    """timedelta -> how a person writes it, in the largest whole unit ('15 minutes', '1 second',
+    '500 milliseconds'); parse_duration reads it back."""
+    milliseconds = round(delta.total_seconds() * 1000)
+    for unit in ("day", "hour", "minute", "second"):
+        size = _UNIT_MILLISECONDS[unit]
+        if milliseconds >= size and milliseconds % size == 0:
+            count = milliseconds // size
+            return f"{count} {unit}{'' if count == 1 else 's'}"
+    return f"{milliseconds} millisecond{'' if milliseconds == 1 else 's'}"
 
 
 def parse_instant(text: str) -> datetime:

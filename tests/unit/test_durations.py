@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 
 from streaming.cli import parse_settings
-from streaming.config import format_duration, parse_duration
+from streaming.config import duration_text, format_duration, parse_duration
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -28,6 +28,15 @@ def test_spark_gets_seconds_when_whole_and_milliseconds_otherwise():
     assert format_duration(timedelta(minutes=15)) == "900 seconds"
     assert format_duration(timedelta(milliseconds=250)) == "250 milliseconds"
     assert format_duration(timedelta(seconds=1, milliseconds=500)) == "1500 milliseconds"
+
+
+@pytest.mark.parametrize("delta, text", [
+    (timedelta(minutes=15), "15 minutes"), (timedelta(minutes=30), "30 minutes"), (timedelta(seconds=1), "1 second"),
+    (timedelta(milliseconds=500), "500 milliseconds"), (timedelta(seconds=90), "90 seconds"),
+    (timedelta(days=1), "1 day"), (timedelta(hours=2), "2 hours"), (timedelta(milliseconds=1), "1 millisecond"),
+])
+def test_help_shows_a_duration_in_its_largest_whole_unit_and_it_reads_back(delta, text):
+    assert duration_text(delta) == text and parse_duration(text) == delta
 
 
 def test_a_sub_second_trigger_is_kept():
