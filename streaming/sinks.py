@@ -108,13 +108,12 @@ def new_to_silver(trades: pa.Table, existing: pa.Table) -> pa.Table:
     return trades.filter(pc.invert(pc.is_in(key(trades), key(existing).combine_chunks())))
 
 
-def silver_matches(lake: Lake, trades: pa.Table, version: int | None = None) -> pa.Table:
-    """Silver's (trade_id, event_time) among the trades' event times (at `version`, else now)."""
+def silver_matches(lake: Lake, trades: pa.Table) -> pa.Table:
+    """Silver's (trade_id, event_time) among the trades' event times."""
     if trades.num_rows == 0:
         return pa.table({"trade_id": pa.array([], pa.string()), "event_time": pa.array([], UTC_TIME)})
     low, high = pc.min_max(trades["event_time"]).values()
-    return lake.read(SILVER, ["trade_id", "event_time"], in_time_range("event_time", low.as_py(), high.as_py()),
-                     version=version)
+    return lake.read(SILVER, ["trade_id", "event_time"], in_time_range("event_time", low.as_py(), high.as_py()))
 
 
 def gold_rows(sums: pa.Table, batch_id: int, now: datetime) -> pa.Table:
@@ -347,12 +346,11 @@ class MedallionSink:
         known = self.trade_ids.known(trade_id_hashes(trades["trade_id"]).to_numpy())
         maybe = trades["trade_id"].filter(pa.array(known))
         if len(maybe) == 0:
-            return pa.schema([SILVER.schema.field(c) for c in columns]).empty_table()
+            return SILVER.schema_of(columns).empty_table()
         if len(maybe) > 1000:  # many (records read again): one pass over silver beats a long IN list
             wanted = maybe.combine_chunks()
             return pa.Table.from_batches([batch.filter(pc.is_in(batch["trade_id"], value_set=wanted))
-                                          for batch in self.lake.scan(SILVER, columns)],
-                                         pa.schema([SILVER.schema.field(c) for c in columns]))
+                                          for batch in self.lake.scan(SILVER, columns)], SILVER.schema_of(columns))
         ids = ", ".join(sql_literal(trade_id) for trade_id in maybe.to_pylist())
         return self.lake.read(SILVER, columns, f"{quote('trade_id')} IN ({ids})")
 
@@ -368,7 +366,7 @@ class MedallionSink:
         """Silver's rows of this batch's records: the trades it kept from them, so a redelivery
         of a trade silver already had is not among them."""
         if trades.num_rows == 0:
-            return pa.schema([SILVER.schema.field(c) for c in LATE_CANDIDATE_COLUMNS]).empty_table()
+            return SILVER.schema_of(LATE_CANDIDATE_COLUMNS).empty_table()
         low, high = pc.min_max(trades["event_time"]).values()
         return self.lake.read(SILVER, LATE_CANDIDATE_COLUMNS,
                               f"({in_offset_ranges(offset_ranges(trades))}) AND "

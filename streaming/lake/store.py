@@ -252,27 +252,27 @@ class Lake:
             return None
         return plain_strings(pa.table(QueryBuilder().register("t", opened).execute(sql).read_all()))
 
-    def scan(self, table: Table, columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
-        """The table's latest rows, these columns, a record batch at a time: for a pass over a
-        whole large table that keeps only what it derives (nothing if the table does not exist)."""
-        opened = self.open(table)
+    def scan(self, table: Table, columns: Sequence[str] | None = None, where: str | None = None,
+             version: int | None = None) -> Iterator[pa.RecordBatch]:
+        """The rows matching `where` (SQL on the table's columns), or all, at `version` or the
+        latest, a record batch at a time in the table's schema's types; none when the table does
+        not exist (yet). A pass over a large table that keeps only what it derives holds one
+        batch at a time."""
+        names = list(columns) if columns is not None else table.columns
+        opened = self.open(table) if version is None else self.open_version(table, version)
         if opened is None:
             return
-        sql = f"SELECT {', '.join(quote(c) for c in columns)} FROM t"
-        wanted = pa.schema([table.schema.field(c) for c in columns])
+        sql = f"SELECT {', '.join(quote(c) for c in names)} FROM t" + (f" WHERE {where}" if where else "")
+        wanted = table.schema_of(names)
         for batch in QueryBuilder().register("t", opened).execute(sql):
             yield pa.RecordBatch.from_arrays([column.cast(field.type) for column, field in zip(batch.columns, wanted)],
                                              schema=wanted)
 
     def read(self, table: Table, columns: Sequence[str] | None = None, where: str | None = None,
              version: int | None = None) -> pa.Table:
-        """The rows matching `where` (SQL on the table's columns), or all, at `version` or the
-        latest; the table's schema's types, and an empty table when it does not exist (yet)."""
+        """scan()'s rows as one table: empty when the table does not exist (yet)."""
         names = list(columns) if columns is not None else table.columns
-        sql = f"SELECT {', '.join(quote(c) for c in names)} FROM t" + (f" WHERE {where}" if where else "")
-        rows = self.query(table, sql, version)
-        wanted = pa.schema([table.schema.field(c) for c in names])
-        return wanted.empty_table() if rows is None else rows.cast(wanted)
+        return pa.Table.from_batches(list(self.scan(table, names, where, version)), table.schema_of(names))
 
     # -- writing --------------------------------------------------------------------------------
     def _lock(self, table: Table) -> contextlib.AbstractContextManager:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Sequence
 
 import pyarrow as pa
 
@@ -56,6 +57,10 @@ class Table:
     @property
     def columns(self) -> list[str]:
         return self.schema.names
+
+    def schema_of(self, columns: Sequence[str]) -> pa.Schema:
+        """The schema of these of its columns, in this order."""
+        return pa.schema([self.schema.field(c) for c in columns])
 
 
 def same_values(columns: tuple[str, ...]) -> str:
