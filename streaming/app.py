@@ -341,17 +341,13 @@ class Loader(Command):
         return 0
 
     def _log_progress(self) -> None:
-        from streaming.loader import batch_counts
+        from streaming.loader import new_batch_counts
 
-        for progress in self.query.recentProgress:
-            if progress["batchId"] <= self._last_logged_batch:
-                continue
-            self._last_logged_batch = progress["batchId"]
-            counts = batch_counts(progress)
-            if counts is not None:
-                for name, value in counts.items():
-                    self.totals[name] += value
-                log.info("batch %d: %s", progress["batchId"], self._describe(counts))
+        for batch_id, counts in new_batch_counts(self.query.recentProgress, self._last_logged_batch):
+            self._last_logged_batch = batch_id
+            for name, value in counts.items():
+                self.totals[name] += value
+            log.info("batch %d: %s", batch_id, self._describe(counts))
 
     def _describe(self, counts: dict[str, int]) -> str:
         from streaming.loader import describe_counts

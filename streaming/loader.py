@@ -115,6 +115,21 @@ def batch_counts(progress) -> dict[str, int] | None:
             "records": int(sent["records"]) if sent else 0}
 
 
+def new_batch_counts(reports, last_logged: int) -> list[tuple[int, dict[str, int]]]:
+    """Progress reports -> (batch id, counts) of each batch after `last_logged` that read something.
+
+    An idle trigger reports the id of the batch still to come, with no input: it must not mark
+    that id as logged, or the batch itself would go unsaid when it runs.
+    """
+    batches = []
+    for report in reports:
+        counts = batch_counts(report)
+        if counts is not None and report["batchId"] > last_logged:
+            batches.append((report["batchId"], counts))
+            last_logged = report["batchId"]
+    return batches
+
+
 def describe_counts(counts: dict[str, int], topic: str) -> str:
     files = f"{counts['files']} file{'s' if counts['files'] != 1 else ''}"
     text = f"{files}, {counts['lines']} lines read, {counts['records']} records sent to '{topic}'"

@@ -1,6 +1,6 @@
 """The loader's progress lines and short errors, from a query's progress (pure)."""
 
-from streaming.loader import batch_counts, describe_counts
+from streaming.loader import batch_counts, describe_counts, new_batch_counts
 from streaming.pipeline import short_error
 
 
@@ -16,3 +16,17 @@ def test_progress_lines_and_errors_are_short():
     failure = RuntimeError("[STREAM_FAILED] Query terminated with exception: Traceback (most recent call last):\n"
                            '  File "x.py", line 1\nstreaming.kafka_sink.KafkaSinkError: Kafka said no\n SQLSTATE')
     assert short_error(failure) == "Kafka said no"
+
+
+def test_an_idle_trigger_reporting_the_next_batch_id_does_not_hide_that_batch():
+    read = {"loader_read": {"lines": 4, "files": 1, "unparsed": 0}, "loader_sent": {"records": 4}}
+    reports = [
+        {"batchId": 0, "numInputRows": 364, "observedMetrics": read},  # from before a restart: logged
+        {"batchId": 1, "numInputRows": 0, "observedMetrics": {}},  # idle: the id of the batch to come
+        {"batchId": 1, "numInputRows": 4, "observedMetrics": read},
+        {"batchId": 2, "numInputRows": 0, "observedMetrics": {}},
+    ]
+    four = {"files": 1, "lines": 4, "unparsed": 0, "records": 4}
+    assert new_batch_counts(reports, last_logged=0) == [(1, four)]
+    assert new_batch_counts(reports[:2], last_logged=0) == []
+    assert new_batch_counts(reports, last_logged=1) == []
