@@ -185,18 +185,19 @@ class Lake:
 
     def ensure(self, table: Table) -> None:
         """Create the table empty, so that readers find it from the start; add the columns a
-        newer schema has to a table made by an older version."""
+        newer schema has to a table made by an older version, and the properties it lacks."""
+        wanted = {**TABLE_PROPERTIES, **dict(table.properties)}
         opened = self.open(table)
         if opened is None:
             location = self.location(table)
             if not is_remote(location):
                 local_path(location).mkdir(parents=True, exist_ok=True)
-            DeltaTable.create(location, table.schema, mode="ignore", configuration=TABLE_PROPERTIES,
+            DeltaTable.create(location, table.schema, mode="ignore", configuration=wanted,
                               storage_options=self.storage_options)
             return
         properties = opened.metadata().configuration
-        if any(properties.get(key) != value for key, value in TABLE_PROPERTIES.items()):
-            opened.alter.set_table_properties(TABLE_PROPERTIES)
+        if any(properties.get(key) != value for key, value in wanted.items()):
+            opened.alter.set_table_properties(wanted)
         present = set(opened.schema().to_arrow().names)
         missing = [DeltaField.from_arrow(f) for f in table.schema if f.name not in present]
         if missing:
@@ -343,7 +344,7 @@ class Lake:
             else:
                 self._merge(table, opened, rows, commit, write, narrow)
             if table.compact_every:
-                self._compact_now_and_then(table, table.compact_every)
+                self._compact_now_and_then(table)
         return True
 
     def commit_files(self, table: Table, files: Sequence[DataFile], batch: Batch) -> bool:
@@ -363,7 +364,7 @@ class Lake:
                 [AddAction(f.path, f.size, {}, added_at, True, f.stats) for f in files],
                 mode="append", schema=table.schema, commit_properties=commit)
             if table.compact_every:
-                self._compact_now_and_then(table, table.compact_every)
+                self._compact_now_and_then(table)
         return True
 
     @staticmethod
@@ -399,14 +400,14 @@ class Lake:
                                               else None)
         merge.when_not_matched_insert_all().execute()
 
-    def _compact_now_and_then(self, table: Table, every: int) -> None:
-        """Every `every` versions, rewrite the table's small files into larger ones (delta-rs
-        OPTIMIZE). A table that gains a file per micro-batch is otherwise read a file at a time
-        by everyone who reads it whole, the dashboard included. Run by the writer, under the
-        table's lock, so the two never conflict; the files it replaces stay on disk for readers
-        of older versions until a VACUUM."""
+    def _compact_now_and_then(self, table: Table) -> None:
+        """Every `table.compact_every` versions, rewrite the table's small files into larger
+        ones (delta-rs OPTIMIZE). A table that gains a file per micro-batch is otherwise read a
+        file at a time by everyone who reads it, and its log's checkpoints list every one of
+        them. Run by the writer, under the table's lock, so the two never conflict; the files it
+        replaces stay on disk for readers of older versions until a VACUUM."""
         opened = self.open(table)
-        if opened is not None and opened.version() % every == 0:
-            metrics = opened.optimize.compact()
+        if opened is not None and opened.version() % table.compact_every == 0:
+            metrics = opened.optimize.compact(target_size=table.compact_to)
             log.debug("compacted %s: %s files into %s", table.name, metrics.get("numFilesRemoved"),
                       metrics.get("numFilesAdded"))

@@ -15,9 +15,20 @@ from typing import Sequence
 import pyarrow as pa
 
 UTC_TIME = pa.timestamp("us", tz="UTC")
-# Tables that gain a small file in most micro-batches and are read whole (by the dashboard, the
-# sinks) are compacted by their writer every so many versions; bronze and silver are read by range.
+# Every table gains a small file in most micro-batches, and is compacted by its writer every so
+# many versions. Tables read whole (by the dashboard, the sinks) often, into one file. Bronze and
+# silver, which gain one all day and are read by range, less often and into files of a bounded
+# size: a rewrite then stays small, and so do their logs' checkpoints, which list every live
+# file every 10 commits (docs/operations.md#long-runs).
 COMPACT_EVERY = 20
+STREAM_COMPACT_EVERY = 100
+STREAM_FILE_BYTES = 8 * 2**20
+# Each checkpoint of a log also lists the files a compaction replaced, until their tombstones
+# expire, and the log keeps every checkpoint for its retention. For bronze and silver, at two
+# commits a second, both are kept short: a day's log stays a few hundred MB, not tens of GB.
+# Nothing reads them at an older version; a VACUUM may then remove replaced files after 15 minutes.
+STREAM_LOG_PROPERTIES = (("delta.deletedFileRetentionDuration", "interval 15 minutes"),
+                         ("delta.logRetentionDuration", "interval 1 days"))
 
 
 class Write(enum.Enum):
@@ -51,6 +62,8 @@ class Table:
     # overlap the batch's range of them: a table keyed by random ids is otherwise read whole.
     narrow_on: tuple[str, ...] = ()
     compact_every: int | None = None  # rewrite the small files every this many versions
+    compact_to: int | None = None  # into files of about this many bytes (None: delta-rs's 100 MB)
+    properties: tuple[tuple[str, str], ...] = ()  # Delta table properties besides the store's own
     sums: tuple[str, ...] = ()  # ADD: the columns added to the table's values
 
 
@@ -79,6 +92,7 @@ BRONZE = Table(
         ("offset", pa.int64()), ("timestamp", UTC_TIME), ("ingested_at", UTC_TIME),
     ]),
     keys=(*KAFKA_RECORD, "timestamp"), write=Write.FIRST_COPY_WINS,
+    compact_every=STREAM_COMPACT_EVERY, compact_to=STREAM_FILE_BYTES, properties=STREAM_LOG_PROPERTIES,
 )
 
 SILVER = Table(
@@ -93,7 +107,8 @@ SILVER = Table(
     # replaces its own row with the new parse. A redelivered copy has its first copy's event
     # time too, so the MERGE looks for it only among the batch's event times.
     keys=("trade_id",), write=Write.FIRST_COPY_WINS, replace_when=same_values(KAFKA_RECORD),
-    narrow_on=("event_time",),
+    narrow_on=("event_time",), compact_every=STREAM_COMPACT_EVERY, compact_to=STREAM_FILE_BYTES,
+    properties=STREAM_LOG_PROPERTIES,
 )
 
 # The raw value stays binary: it may not be UTF-8, and Arrow readers reject invalid strings.

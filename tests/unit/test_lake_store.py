@@ -7,7 +7,9 @@ from datetime import datetime, timedelta, timezone
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from streaming.lake.store import Batch, Lake, key_ranges
+from streaming.lake import tables
+from streaming.lake.files import write_file
+from streaming.lake.store import Batch, Lake, in_time_range, key_ranges
 from streaming.lake.tables import Table, Write
 
 KEYS = ("topic", "partition", "offset")
@@ -119,6 +121,49 @@ def test_a_table_written_a_batch_at_a_time_is_compacted_every_so_many_versions(t
     assert len(rows) == 50 and not rows.duplicated(list(ledger.keys)).any()
     assert table.transaction_version("ledger@q") == 24  # a replayed batch is still recognised
     assert not lake.publish(ledger, batch_rows(24, [0, 1]), Batch("q", 24))
+
+
+def test_a_table_gaining_a_file_per_batch_is_compacted_into_files_of_about_its_target_size(tmp_path):
+    lake = Lake(tmp_path)
+    silver = Table("silver", SILVER_LIKE.schema, SILVER_LIKE.keys, SILVER_LIKE.write, narrow_on=("event_time",),
+                   compact_every=10, compact_to=64 * 1024)
+    lake.ensure(silver)
+    start = datetime(2026, 3, 2, 9, tzinfo=timezone.utc)
+    for batch_id in range(60):  # as the executors write them: a file each, committed by the driver
+        times = [start + timedelta(seconds=batch_id, microseconds=999_000 + i) for i in range(200)]
+        rows = pa.table({"trade_id": [f"t{batch_id}-{i}" for i in range(200)], "event_time": times,
+                         "value": [f"{batch_id:x}{i:x}" * 8 for i in range(200)]}, schema=silver.schema)
+        lake.commit_files(silver, [write_file(lake.location(silver), rows)], Batch("q", batch_id))
+    table = DeltaTable(lake.location(silver))
+    sizes = sorted(table.get_add_actions(flatten=True).column("size_bytes").to_pylist())
+    assert len(sizes) < 20 and sizes[-1] < 2 * 64 * 1024, sizes
+    rows = lake.read(silver)
+    assert rows.num_rows == 60 * 200 and len(set(rows["trade_id"].to_pylist())) == 60 * 200
+    # A compacted file's statistics keep times to the millisecond; a read by range still finds
+    # the trades in its last millisecond.
+    last = start + timedelta(seconds=59, microseconds=999_199)
+    found = lake.read(silver, ["trade_id"], in_time_range("event_time", last, last))
+    assert found["trade_id"].to_pylist() == ["t59-199"]
+    assert table.transaction_version("silver@q") == 59
+
+
+def test_the_tables_that_gain_a_file_all_day_are_compacted_into_bounded_files():
+    for table in tables.ALL:
+        assert table.compact_every, table.name
+    assert tables.BRONZE.compact_to and tables.SILVER.compact_to
+
+
+def test_a_table_made_without_its_properties_gains_them_and_keeps_its_rows(tmp_path):
+    lake = Lake(tmp_path)
+    plain = Table("bronze", RECORDS, KEYS, Write.FIRST_COPY_WINS)  # as an older version made it
+    lake.publish(plain, records([1, 2], "a"), Batch("app", 0))
+    short_log = Table("bronze", RECORDS, KEYS, Write.FIRST_COPY_WINS, properties=tables.STREAM_LOG_PROPERTIES)
+    lake.ensure(short_log)
+    configuration = DeltaTable(str(tmp_path / "bronze")).metadata().configuration
+    assert {**configuration, **dict(tables.STREAM_LOG_PROPERTIES)} == configuration
+    assert configuration["delta.checkpointInterval"] == "10"
+    assert sorted(lake.read(short_log)["offset"].to_pylist()) == [1, 2]
+    assert lake.published(short_log, Batch("app", 0))
 
 
 def test_rows_keyed_by_another_batch_are_merged_first_copy_wins(tmp_path):
