@@ -145,7 +145,12 @@ _locks_guard = threading.Lock()
 # A commit, and bringing an open table up to date, read the log from its last checkpoint on:
 # at Delta's default of one per 100 commits a micro-batch's commits grew from 25 to 100 ms
 # between two checkpoints (docs/performance.md#freshness).
-TABLE_PROPERTIES = {"delta.checkpointInterval": "10"}
+CHECKPOINT_INTERVAL = "10"
+
+
+def table_properties(table: Table) -> dict[str, str]:
+    return {"delta.checkpointInterval": CHECKPOINT_INTERVAL, "delta.logRetentionDuration": table.history,
+            "delta.deletedFileRetentionDuration": table.history}
 
 
 class Lake:
@@ -186,7 +191,7 @@ class Lake:
     def ensure(self, table: Table) -> None:
         """Create the table empty, so that readers find it from the start; add the columns a
         newer schema has to a table made by an older version, and the properties it lacks."""
-        wanted = {**TABLE_PROPERTIES, **dict(table.properties)}
+        wanted = table_properties(table)
         opened = self.open(table)
         if opened is None:
             location = self.location(table)

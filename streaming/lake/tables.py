@@ -23,12 +23,12 @@ UTC_TIME = pa.timestamp("us", tz="UTC")
 COMPACT_EVERY = 20
 STREAM_COMPACT_EVERY = 100
 STREAM_FILE_BYTES = 8 * 2**20
-# Each checkpoint of a log also lists the files a compaction replaced, until their tombstones
-# expire, and the log keeps every checkpoint for its retention. For bronze and silver, at two
-# commits a second, both are kept short: a day's log stays a few hundred MB, not tens of GB.
-# Nothing reads them at an older version; a VACUUM may then remove replaced files after 15 minutes.
-STREAM_LOG_PROPERTIES = (("delta.deletedFileRetentionDuration", "interval 15 minutes"),
-                         ("delta.logRetentionDuration", "interval 1 days"))
+# How long older versions stay readable. Every table gains a version per micro-batch, two a
+# second, and the log keeps each one (and a checkpoint per 10, which lists the files a
+# compaction replaced until they expire) for this long: on a local disk every commit lists the
+# whole log directory, so the longer the history, the slower each commit
+# (docs/operations.md#long-runs). 15 minutes is 1,800 batches, more than the time machine lists.
+HISTORY = "interval 15 minutes"
 
 
 class Write(enum.Enum):
@@ -63,7 +63,8 @@ class Table:
     narrow_on: tuple[str, ...] = ()
     compact_every: int | None = None  # rewrite the small files every this many versions
     compact_to: int | None = None  # into files of about this many bytes (None: delta-rs's 100 MB)
-    properties: tuple[tuple[str, str], ...] = ()  # Delta table properties besides the store's own
+    # Delta's interval: the log, and the files a compaction replaced, are kept this long.
+    history: str = HISTORY
     sums: tuple[str, ...] = ()  # ADD: the columns added to the table's values
 
 
@@ -92,7 +93,7 @@ BRONZE = Table(
         ("offset", pa.int64()), ("timestamp", UTC_TIME), ("ingested_at", UTC_TIME),
     ]),
     keys=(*KAFKA_RECORD, "timestamp"), write=Write.FIRST_COPY_WINS,
-    compact_every=STREAM_COMPACT_EVERY, compact_to=STREAM_FILE_BYTES, properties=STREAM_LOG_PROPERTIES,
+    compact_every=STREAM_COMPACT_EVERY, compact_to=STREAM_FILE_BYTES,
 )
 
 SILVER = Table(
@@ -108,7 +109,6 @@ SILVER = Table(
     # time too, so the MERGE looks for it only among the batch's event times.
     keys=("trade_id",), write=Write.FIRST_COPY_WINS, replace_when=same_values(KAFKA_RECORD),
     narrow_on=("event_time",), compact_every=STREAM_COMPACT_EVERY, compact_to=STREAM_FILE_BYTES,
-    properties=STREAM_LOG_PROPERTIES,
 )
 
 # The raw value stays binary: it may not be UTF-8, and Arrow readers reject invalid strings.

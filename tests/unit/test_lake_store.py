@@ -2,6 +2,7 @@
 catalogs of the tests' own."""
 
 import shutil
+import time
 from datetime import datetime, timedelta, timezone
 
 import pyarrow as pa
@@ -155,15 +156,30 @@ def test_the_tables_that_gain_a_file_all_day_are_compacted_into_bounded_files():
 
 def test_a_table_made_without_its_properties_gains_them_and_keeps_its_rows(tmp_path):
     lake = Lake(tmp_path)
-    plain = Table("bronze", RECORDS, KEYS, Write.FIRST_COPY_WINS)  # as an older version made it
-    lake.publish(plain, records([1, 2], "a"), Batch("app", 0))
-    short_log = Table("bronze", RECORDS, KEYS, Write.FIRST_COPY_WINS, properties=tables.STREAM_LOG_PROPERTIES)
-    lake.ensure(short_log)
+    plain = Table("bronze", RECORDS, KEYS, Write.FIRST_COPY_WINS)
+    write_deltalake(str(tmp_path / "bronze"), records([1, 2], "a"))  # as an older version made it
+    lake.ensure(plain)
     configuration = DeltaTable(str(tmp_path / "bronze")).metadata().configuration
-    assert {**configuration, **dict(tables.STREAM_LOG_PROPERTIES)} == configuration
-    assert configuration["delta.checkpointInterval"] == "10"
-    assert sorted(lake.read(short_log)["offset"].to_pylist()) == [1, 2]
-    assert lake.published(short_log, Batch("app", 0))
+    assert configuration == {**configuration, "delta.checkpointInterval": "10",
+                             "delta.logRetentionDuration": "interval 15 minutes",
+                             "delta.deletedFileRetentionDuration": "interval 15 minutes"}
+    assert sorted(lake.read(plain)["offset"].to_pylist()) == [1, 2]
+
+
+def test_the_log_keeps_only_the_tables_history_and_every_batch_is_still_recognised(tmp_path):
+    lake = Lake(tmp_path)
+    brief = Table("ledger", LEDGER_SCHEMA, LEDGER_LIKE.keys, LEDGER_LIKE.write, history="interval 1 seconds")
+    lake.ensure(brief)
+    log = tmp_path / "ledger" / "_delta_log"
+    for batch_id in range(12):
+        lake.publish(brief, batch_rows(batch_id, [0]), Batch("q", batch_id))
+    time.sleep(1.5)
+    for batch_id in range(12, 24):  # the checkpoint at version 20 clears what is older than a second
+        lake.publish(brief, batch_rows(batch_id, [0]), Batch("q", batch_id))
+    assert not (log / f"{0:020d}.json").exists()
+    assert len(list(log.glob("*.json"))) < 20
+    assert len(lake.read(brief)) == 24
+    assert not lake.publish(brief, batch_rows(0, [0]), Batch("q", 0))  # the first batch is still known
 
 
 def test_rows_keyed_by_another_batch_are_merged_first_copy_wins(tmp_path):
