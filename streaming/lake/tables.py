@@ -15,11 +15,11 @@ from typing import Sequence
 import pyarrow as pa
 
 UTC_TIME = pa.timestamp("us", tz="UTC")
-# Every table gains a small file in most micro-batches, and is compacted by its writer every so
-# many versions. Tables read whole (by the dashboard, the sinks) often, into one file. Bronze and
-# silver, which gain one all day and are read by range, less often and into files of a bounded
-# size: a rewrite then stays small, and so do their logs' checkpoints, which list every live
-# file every 10 commits (docs/operations.md#long-runs).
+# Every table gains a small file in most micro-batches and is compacted by its writer every so
+# many versions. The tables read whole (by the dashboard, the sinks): often, into one file.
+# Bronze and silver, which gain a file all day and are read by range: less often, into files of
+# a bounded size, so that a rewrite stays small, and so do their logs' checkpoints, which list
+# every live file every 10 commits (docs/operations.md#long-runs).
 COMPACT_EVERY = 20
 STREAM_COMPACT_EVERY = 100
 STREAM_FILE_BYTES = 8 * 2**20
