@@ -146,6 +146,7 @@ _locks_guard = threading.Lock()
 # at Delta's default of one per 100 commits a micro-batch's commits grew from 25 to 100 ms
 # between two checkpoints (docs/performance.md#freshness).
 CHECKPOINT_INTERVAL = "10"
+VACUUM_EVERY = 10  # compactions
 
 
 def table_properties(table: Table) -> dict[str, str]:
@@ -409,10 +410,19 @@ class Lake:
         """Every `table.compact_every` versions, rewrite the table's small files into larger
         ones (delta-rs OPTIMIZE). A table that gains a file per micro-batch is otherwise read a
         file at a time by everyone who reads it, and its log's checkpoints list every one of
-        them. Run by the writer, under the table's lock, so the two never conflict; the files it
-        replaces stay on disk for readers of older versions until a VACUUM."""
+        them. Every VACUUM_EVERY compactions, delete the files that no version in the log uses
+        and that are older than the table's history: what compactions replaced, and what a
+        crashed attempt wrote but never committed. Run by the writer, under the table's lock,
+        after its own batch's files are committed, so none of it conflicts with a write."""
         opened = self.open(table)
-        if opened is not None and opened.version() % table.compact_every == 0:
-            metrics = opened.optimize.compact(target_size=table.compact_to)
-            log.debug("compacted %s: %s files into %s", table.name, metrics.get("numFilesRemoved"),
-                      metrics.get("numFilesAdded"))
+        version = opened.version() if opened is not None else None
+        if version is None or version % table.compact_every:
+            return
+        metrics = opened.optimize.compact(target_size=table.compact_to)
+        log.debug("compacted %s: %s files into %s", table.name, metrics.get("numFilesRemoved"),
+                  metrics.get("numFilesAdded"))
+        if version % (table.compact_every * VACUUM_EVERY) == 0:
+            # Full: a checkpoint drops a replaced file's tombstone once it is older than the
+            # history, so a lite vacuum, which deletes only what the log lists, would miss it.
+            removed = self.open(table).vacuum(dry_run=False, full=True)
+            log.debug("vacuumed %s: %d files", table.name, len(removed))

@@ -1,11 +1,13 @@
 """Lake.publish, the one write every table goes through, on small Arrow tables and small
 catalogs of the tests' own."""
 
+import os
 import shutil
 import time
 from datetime import datetime, timedelta, timezone
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
 from streaming.lake import tables
@@ -180,6 +182,34 @@ def test_the_log_keeps_only_the_tables_history_and_every_batch_is_still_recognis
     assert len(list(log.glob("*.json"))) < 20
     assert len(lake.read(brief)) == 24
     assert not lake.publish(brief, batch_rows(0, [0]), Batch("q", 0))  # the first batch is still known
+
+
+def test_files_no_version_uses_are_deleted_once_older_than_the_history_and_newer_ones_kept(tmp_path):
+    lake = Lake(tmp_path)
+    brief = Table("ledger", LEDGER_SCHEMA, LEDGER_LIKE.keys, LEDGER_LIKE.write, compact_every=5,
+                  history="interval 1 seconds")
+    lake.ensure(brief)
+    location = tmp_path / "ledger"
+    crashed = location / "part-00000-written-by-an-attempt-that-crashed.parquet"
+    pq.write_table(batch_rows(999, [0]), crashed)
+    an_hour_ago = time.time() - 3600
+    os.utime(crashed, (an_hour_ago, an_hour_ago))
+    batch_id = 0
+    while lake.open(brief).version() < 49:
+        lake.publish(brief, batch_rows(batch_id, [0]), Batch("q", batch_id))
+        batch_id += 1
+        if batch_id == 30:
+            time.sleep(1.5)  # what the compactions replaced so far leaves the history
+    in_flight = location / "part-00000-written-by-a-task-for-the-next-batch.parquet"
+    pq.write_table(batch_rows(998, [0]), in_flight)
+    while lake.open(brief).version() < 52:  # the compaction at version 50 vacuums
+        lake.publish(brief, batch_rows(batch_id, [0]), Batch("q", batch_id))
+        batch_id += 1
+    on_disk = {p.name for p in location.glob("*.parquet")}
+    live = {uri.rsplit("/", 1)[-1] for uri in DeltaTable(str(location)).file_uris()}
+    assert live < on_disk and len(on_disk - live) < 25, (len(on_disk), len(live))  # about 30 removed
+    assert crashed.name not in on_disk and in_flight.name in on_disk
+    assert sorted(lake.read(brief)["batch_id"].to_pylist()) == list(range(batch_id))
 
 
 def test_rows_keyed_by_another_batch_are_merged_first_copy_wins(tmp_path):
