@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# A freshness phase of two or more of these also reports the p95 of each.
+LONG_RUN_PERIOD_S = 300
 TARGETS = {
     "throughput": 50_000,  # trades/s sustained, Kafka to gold, warm
     "ratio_to_broker": 0.15,  # the same throughput over the broker anchor of the same run
@@ -52,3 +54,11 @@ class Results:
 
     def latencies(self) -> list[float]:
         return [latency for _, latency in self.freshness]
+
+    def p95_by_period(self, period_s: float) -> list[float]:
+        """The freshness p95 of the trades produced in each `period_s` of the phase, in order:
+        whether a long run stays as fresh as its start."""
+        periods: dict[int, list[float]] = {}
+        for sent, latency in self.freshness:
+            periods.setdefault(int(sent // period_s), []).append(latency)
+        return [self.percentile(periods[k], 95) for k in sorted(periods)]
