@@ -40,7 +40,7 @@ from bench.load import (
     preload,
     produce,
 )
-from bench.results import LONG_RUN_PERIOD_S, Results
+from bench.results import Results
 from bench.sampling import GoldWatcher, MemorySampler
 from streaming.config import Settings
 from streaming.kafka.admin import ensure_topic, wait_until_reachable
@@ -319,9 +319,8 @@ def run(args: argparse.Namespace) -> Results:
         log.info("    freshness: p50 %.2f s, p95 %.2f s, p99 %.2f s over %s trades%s",
                  results.percentile(lat, 50), results.percentile(lat, 95), results.percentile(lat, 99),
                  f"{len(lat):,}", f" ({results.freshness_missing:,} never showed)" if results.freshness_missing else "")
-        if args.freshness_seconds >= 2 * LONG_RUN_PERIOD_S:
-            log.info("    freshness p95 by %d minutes: %s s", LONG_RUN_PERIOD_S // 60,
-                     ", ".join(f"{v:.2f}" for v in results.p95_by_period(LONG_RUN_PERIOD_S)))
+        if long_run := results.long_run_text(args.freshness_seconds):
+            log.info("    freshness %s", long_run)
 
         log.info("4/5 dashboard: %d refreshes on a full trading day ...", args.callback_runs)
         day = Lake(throughput_dir)

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from bench.load import PARTITIONS
-from bench.results import LONG_RUN_PERIOD_S, TARGETS, Results
+from bench.results import TARGETS, Results
 from bench.sampling import MemorySampler
 from streaming.config import duration_text
 
@@ -158,9 +158,7 @@ def report(results: Results, args: argparse.Namespace, plots: list[str]) -> str:
         "`produce()` call to the first read of gold (polled every 50 ms) whose total count includes it. "
         f"{len(lat):,} trades measured" + (f", {results.freshness_missing:,} never showed" if
                                            results.freshness_missing else "") + "."
-        + (f" The p95 by {LONG_RUN_PERIOD_S // 60} minutes: "
-           + ", ".join(f"{v:.2f}" for v in results.p95_by_period(LONG_RUN_PERIOD_S)) + " s."
-           if args.freshness_seconds >= 2 * LONG_RUN_PERIOD_S else ""),
+        + (f" The {long_run}." if (long_run := results.long_run_text(args.freshness_seconds)) else ""),
         f"- **Dashboard**: the callbacks as the browser runs them, through Dash's HTTP endpoint. The data "
         "callback reads gold, corrections and late trades into the store; the chart callback builds the "
         "figure from it (the target's figure); the whole refresh adds the KPI, feed and health callbacks. "

@@ -62,3 +62,10 @@ class Results:
         for sent, latency in self.freshness:
             periods.setdefault(int(sent // period_s), []).append(latency)
         return [self.percentile(periods[k], 95) for k in sorted(periods)]
+
+    def long_run_text(self, phase_s: float) -> str | None:
+        """The p95 of each LONG_RUN_PERIOD_S, as text, for a phase of two or more of them."""
+        if phase_s < 2 * LONG_RUN_PERIOD_S:
+            return None
+        p95s = ", ".join(f"{v:.2f}" for v in self.p95_by_period(LONG_RUN_PERIOD_S))
+        return f"p95 by {LONG_RUN_PERIOD_S // 60} minutes: {p95s} s"

@@ -146,10 +146,12 @@ _locks_guard = threading.Lock()
 # at Delta's default of one per 100 commits a micro-batch's commits grew from 25 to 100 ms
 # between two checkpoints (docs/performance.md#freshness).
 CHECKPOINT_INTERVAL = "10"
-VACUUM_EVERY = 10  # compactions
+# The writer vacuums every this many compactions (Lake._compact_now_and_then).
+VACUUM_EVERY = 10
 
 
 def table_properties(table: Table) -> dict[str, str]:
+    """The Delta properties `ensure` gives the table: its checkpoints and its history."""
     return {"delta.checkpointInterval": CHECKPOINT_INTERVAL, "delta.logRetentionDuration": table.history,
             "delta.deletedFileRetentionDuration": table.history}
 
