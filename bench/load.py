@@ -22,7 +22,6 @@ from typing import Callable
 from confluent_kafka import Producer, TopicPartition
 
 from streaming.kafka import clients
-from streaming.kafka.reader import MAX_RESPONSE_BYTES
 from streaming.simulation.market import SYMBOLS, make_trade, market_open_on
 
 log = logging.getLogger("bench")
@@ -94,9 +93,7 @@ def preload(bootstrap: str, topic: str, count: int, seed: int = 7) -> Oracle:
 
 def broker_consume_rate(bootstrap: str, topic: str) -> float:
     """Messages/s of a plain consumer reading the whole topic (assign + consume, values touched)."""
-    # The pipeline's reader asks for the largest responses librdkafka allows; so does the anchor.
-    consumer = clients.consumer(kafka_config(bootstrap), "bench-anchor", **{
-        "enable.partition.eof": False, "receive.message.max.bytes": MAX_RESPONSE_BYTES})
+    consumer = clients.consumer(kafka_config(bootstrap), "bench-anchor", **{"enable.partition.eof": False})
     try:
         ranges = clients.watermark_offsets(consumer, topic, timeout_s=10)
         consumer.assign([TopicPartition(topic, p, low) for p, (low, _) in ranges.items()])

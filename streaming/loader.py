@@ -3,7 +3,7 @@ captured trades (`python run.py load`).
 
 JSON files (one trade per line) are read with the trade schema, filtered with a condition
 given at run time, turned into key + value (`to_json(struct(*))`) and written to the trades
-topic by the Kafka sink (format("pykafka")), with a checkpoint that remembers every file sent.
+topic by Spark's Kafka sink (format("kafka")), with a checkpoint that remembers every file sent.
 
 A line that does not match the schema (invalid JSON, a mistyped field) is not judged here:
 it skips the filter and is sent byte for byte as read, so the pipeline's silver layer
@@ -21,8 +21,7 @@ from pyspark.sql import types as T
 from pyspark.sql.streaming import StreamingQuery
 
 from streaming.config import LoadSettings, UsageError
-from streaming.kafka.datasource import SOURCE_NAME
-from streaming.kafka.options import spark_kafka_options
+from streaming.kafka.options import sink_options
 from streaming.pipeline import with_trigger
 from streaming.silver import TRADE_FIELDS, TRADE_SCHEMA
 
@@ -97,9 +96,8 @@ def start_load_query(spark: SparkSession, settings: LoadSettings) -> StreamingQu
     records = to_kafka_records(lines, settings.where, settings.key_column).observe(
         SENT_METRICS, F.count(F.lit(1)).alias("records"))
     writer = (
-        records.writeStream.format(SOURCE_NAME).queryName(LOADER_QUERY)
-        .option("topic", settings.topic)
-        .options(**spark_kafka_options(settings.kafka_client_config()))
+        records.writeStream.format("kafka").queryName(LOADER_QUERY)
+        .options(**sink_options(settings.kafka_client_config(), settings.topic))
         .option("checkpointLocation", str(settings.checkpoint_location))
     )
     return with_trigger(writer, settings).start()

@@ -16,11 +16,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from streaming.config import LoadSettings, Settings, format_duration
-from streaming.kafka.datasource import SOURCE_NAME
-from streaming.kafka.options import SourceOptions, spark_kafka_options
+from streaming.kafka.options import explain_data_loss, source_options
 from streaming.lake.checkpoints import Checkpoints
 from streaming.lake.store import Lake
 from streaming.sinks import MedallionSink
+from streaming.task_writes import MAX_RECORDS_PER_SHARE
 
 log = logging.getLogger(__name__)
 
@@ -28,26 +28,20 @@ MEDALLION_QUERY = "medallion"  # reads Kafka and writes every table
 
 
 def kafka_source_options(spark: SparkSession, settings: Settings) -> dict[str, str]:
-    options = {
-        "subscribe": settings.topic,
-        # A new query starts at the earliest retained offset, so trades produced while
-        # Spark was starting are not missed. A restart resumes from its checkpoint instead.
-        "startingOffsets": "earliest",
-        "failOnDataLoss": str(settings.fail_on_data_loss).lower(),
-        "fetchOffset.retryTimeoutMs": str(int(settings.kafka_retry_timeout.total_seconds() * 1000)),
-        **spark_kafka_options(settings.kafka_client_config()),
-        # One wave of read tasks: as many as the cores, each reading whole partitions.
-        "maxTasks": str(spark.sparkContext.defaultParallelism),
-    }
-    if settings.replay_from is not None:
-        options["startingTimestamp"] = str(int(settings.replay_from.timestamp() * 1000))
-    if settings.max_offsets_per_trigger:
-        options["maxOffsetsPerTrigger"] = str(settings.max_offsets_per_trigger)
-    return options
+    """Spark's format("kafka") options for the trades topic. A new query starts at the earliest
+    retained offset, so trades produced while Spark was starting are not missed; a restart
+    resumes from its checkpoint instead."""
+    return source_options(
+        settings.kafka_client_config(), settings.topic,
+        fail_on_data_loss=settings.fail_on_data_loss, ride_out=settings.kafka_retry_timeout,
+        starting_timestamp_ms=None if settings.replay_from is None else int(settings.replay_from.timestamp() * 1000),
+        max_offsets_per_trigger=settings.max_offsets_per_trigger,
+        # A batch's records go to at least one task per core: Spark cuts a partition's range.
+        min_partitions=spark.sparkContext.defaultParallelism, max_records_per_partition=MAX_RECORDS_PER_SHARE)
 
 
 def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
-    return spark.readStream.format(SOURCE_NAME).options(**kafka_source_options(spark, settings)).load()
+    return spark.readStream.format("kafka").options(**kafka_source_options(spark, settings)).load()
 
 
 def with_trigger(writer, settings: Settings | LoadSettings):
@@ -59,7 +53,8 @@ def with_trigger(writer, settings: Settings | LoadSettings):
 
 def start_medallion_query(spark: SparkSession, settings: Settings, sink: MedallionSink) -> StreamingQuery:
     """The one query: Kafka is read and parsed once, and each micro-batch feeds every table. The
-    source plans each batch's offset ranges (kept in the checkpoint); the sink's tasks read them."""
+    source plans each batch's offset ranges (kept in the checkpoint); the sink's tasks parse and
+    write what it reads."""
     writer = (
         read_kafka(spark, settings).writeStream.queryName(MEDALLION_QUERY)
         .outputMode("append")
@@ -208,8 +203,7 @@ class Pipeline:
             self.restarts[name] = Restarts()
 
     def _start_medallion(self) -> StreamingQuery:
-        sink = MedallionSink(self.settings, self.lake, self.checkpoints.query(MEDALLION_QUERY),
-                             SourceOptions.parse(kafka_source_options(self.spark, self.settings)))
+        sink = MedallionSink(self.settings, self.lake, self.checkpoints.query(MEDALLION_QUERY))
         if MEDALLION_QUERY in self.sinks:  # a restart: what the operator was told stays said
             sink.data_loss = self.sinks[MEDALLION_QUERY].data_loss
         self.sinks[MEDALLION_QUERY] = sink
@@ -285,8 +279,12 @@ def stop_queries(queries: list[StreamingQuery], grace_s: float = 10.0) -> None:
 
 def short_error(error: BaseException) -> str:
     """A failed query's exception -> the one line that says what went wrong (our own error's
-    message when a task raised one), without the worker's traceback and the query plan."""
+    message when a task raised one; what Kafka lost and what to do), without the worker's
+    traceback and the query plan."""
     text = str(error)
+    lost = explain_data_loss(text)
+    if lost:
+        return lost
     ours = re.findall(r"^(?:streaming(?:\.\w+)+\.)?\w+(?:Error|Exception): (.+)$", text, re.MULTILINE)
     if ours:
         return ours[-1].strip()

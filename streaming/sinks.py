@@ -31,8 +31,6 @@ from streaming import bronze, silver
 from streaming.config import Settings
 from streaming.corrections import find_corrections
 from streaming.gold import MEASURES, merge_window_sums, window_starts, window_sums
-from streaming.kafka.options import SourceOptions
-from streaming.kafka.reader import KafkaPartitionRange, even_shares
 from streaming.lake.checkpoints import OffsetLogEntry, QueryCheckpoint
 from streaming.lake.store import Batch, Lake, before_offsets, in_time_range, quote, sql_literal
 from streaming.lake.tables import (
@@ -56,10 +54,8 @@ from streaming.lateness import (
 )
 from streaming.replay import recount
 from streaming.rows import one_per_key
-from streaming.spark_session import is_local_master
 from streaming.task_writes import (
     LATE,
-    RESULT_COLUMNS,
     SUMS,
     BatchPlan,
     ShareWriter,
@@ -69,13 +65,6 @@ from streaming.task_writes import (
 )
 
 log = logging.getLogger(__name__)
-
-# A writing task holds its share of a batch in memory, as records, trades and files: past this
-# many records a batch goes to more tasks than there are cores, in whole waves.
-MAX_RECORDS_PER_WRITING_TASK = 100_000
-# With a local master, a batch of up to this many records is read, parsed and written in the
-# driver's process.
-WRITTEN_HERE_UP_TO = 20_000
 
 # The tables the sink's gold step writes as one step: a reader holding their locks (the
 # reconciliation, a backfill) sees them all at the same batch.
@@ -142,10 +131,8 @@ def added(current: pd.DataFrame, sums: pd.DataFrame) -> pd.DataFrame:
 class MedallionSink:
     """A foreachBatch function writing every table idempotently for one checkpoint."""
 
-    def __init__(self, settings: Settings, lake: Lake, checkpoint: QueryCheckpoint,
-                 source: SourceOptions | None = None):
+    def __init__(self, settings: Settings, lake: Lake, checkpoint: QueryCheckpoint):
         self.settings = settings
-        self.source = source  # the query's Kafka source options: the tasks read its offset ranges themselves
         self.lake = lake
         self.checkpoint = checkpoint
         # (topic, partition) -> an offset from which bronze is known to hold no record yet
@@ -157,8 +144,7 @@ class MedallionSink:
         self.watermark: datetime | None = None  # in effect for the next batch (None before the first is set)
         self.data_loss: str | None = None  # the last time Kafka's offsets went back, said for the operator
         self.trade_ids = TradeIds(lake)  # every trade_id silver holds, hashed
-        # batch id -> the Kafka records it read (Spark counts none where the tasks read them), and
-        # when the sink got the batch (time.time()), for the input rate.
+        # batch id -> the Kafka records it read, and when the sink got the batch (time.time()).
         self.records_read: dict[int, int] = {}
         self.called_at: dict[int, float] = {}
 
@@ -180,7 +166,7 @@ class MedallionSink:
         ledger = ledger_rows(self.query_id, batch_id, read, previous, watermark)
         if ledger.num_rows == 0:
             batch_latest = None  # no record read
-        elif self.source is None or self.read_before(ledger, batch_id):
+        elif self.read_before(ledger, batch_id):
             batch_latest = self.write_on_driver(self.collect(batch, batch_id), batch_id, ledger, latest)
         else:
             batch_latest = self.write_in_tasks(batch, batch_id, ledger, latest)
@@ -255,24 +241,9 @@ class MedallionSink:
                        latest: datetime | None) -> datetime | None:
         """Returns the latest event time among the trades silver took from the batch."""
         this = self.batch(batch_id)
-        spark = batch.sparkSession
-        ranges = [KafkaPartitionRange(*r) for r in zip(*(ledger[c].to_pylist() for c in
-                                                         ("topic", "partition", "start_offset", "end_offset")))]
-        shares = even_shares(ranges, spark.sparkContext.defaultParallelism, MAX_RECORDS_PER_WRITING_TASK)
         plan = BatchPlan(self.lake.root, self.lake.storage_options, judged_watermark(ledger),
-                         self.settings.window, datetime.now(timezone.utc), latest, self.settings.max_event_time_jump,
-                         self.source, tuple(tuple(r.value for r in share.ranges) for share in shares))
-        if is_local_master(spark.sparkContext.master) and \
-                sum(r.records for r in ranges) <= WRITTEN_HERE_UP_TO:
-            # A live batch on one host: written here, as a Spark job's fixed cost would be most
-            # of its time (docs/performance.md#freshness). A catch-up batch, or any batch on a
-            # cluster, goes to the executors.
-            writer = ShareWriter(plan)
-            results = TaskResults(pa.Table.from_batches([result for share in range(len(shares))
-                                                         for result in writer.share(share)], RESULT_COLUMNS))
-        else:
-            tasks = spark.range(len(shares), numPartitions=len(shares))
-            results = TaskResults(tasks.mapInArrow(ShareWriter(plan), ShareWriter.SCHEMA).toArrow())
+                         self.settings.window, datetime.now(timezone.utc), latest, self.settings.max_event_time_jump)
+        results = TaskResults(batch.mapInArrow(ShareWriter(plan), ShareWriter.SCHEMA).toArrow())
         self.records_read[batch_id] = results.records_read()
         new_ids = results.new_id_hashes()
         if results.same_trade_kept_twice() or self.trade_ids.known(new_ids).any():

@@ -1,4 +1,5 @@
-"""The one SparkSession of a run, with our Kafka source registered."""
+"""The one SparkSession of a run, with delta-spark and Spark's Kafka connector on its class path
+(jars.py fetches them)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,13 @@ EXECUTOR_JVM_OPTIONS = "-XX:G1HeapRegionSize=4m"
 # the trim option ignore it.
 DRIVER_JVM_OPTIONS = ("-XX:+UseSerialGC -Xms64m "
                       "-XX:+IgnoreUnrecognizedVMOptions -XX:TrimNativeHeapInterval=5000")
+
+
+# delta-spark's SQL and catalog: spark.read.format("delta"), DeltaTable.forPath, MERGE.
+DELTA_SESSION = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
 
 
 class JavaMissing(RuntimeError):
@@ -206,7 +214,7 @@ def create_spark(master: str = "local[*]", app_name: str = "trade-summary", shuf
     from pyspark.java_gateway import launch_gateway
     from pyspark.sql import SparkSession
 
-    from streaming.kafka.datasource import KafkaDataSource
+    from streaming.jars import spark_classpath
 
     conf = (
         SparkConf().setMaster(master).setAppName(app_name)
@@ -229,6 +237,10 @@ def create_spark(master: str = "local[*]", app_name: str = "trade-summary", shuf
     )
     for key, value in LOCAL_CHECKPOINT_FILES.items():
         conf.set(key, value)
+    if not {"spark.jars", "spark.jars.packages"} & set(dict(conf_overrides)):  # else the user's own
+        conf.set("spark.jars", ",".join(spark_classpath(echo=log.info)))
+    for key, value in DELTA_SESSION.items():
+        conf.set(key, value)
     for key, value in conf_overrides:
         conf.set(key, value)
     if SparkContext._active_spark_context is None:
@@ -242,5 +254,4 @@ def create_spark(master: str = "local[*]", app_name: str = "trade-summary", shuf
         spark.sparkContext.addPyFile(_package_zip())
         if shuffle_partitions is None and "spark.sql.shuffle.partitions" not in dict(conf_overrides):
             size_to_cluster(spark)
-    spark.dataSource.register(KafkaDataSource)
     return spark

@@ -1,10 +1,9 @@
 """What each Spark task does with its share of a micro-batch, where the data is (sinks.py runs
-it through `mapInArrow`, one task per share of a catch-up batch, and a live batch's in the
-driver's own process, where a Spark job would cost more than the work):
+it through `mapInArrow` over the batch's Kafka records, one task per share: Spark's Kafka source
+cuts a batch into at least one share per core and at most MAX_RECORDS_PER_SHARE records each):
 
-* reads its share's Kafka offset ranges itself and parses them (silver.parse_records): the
-  streaming query's own source only plans the ranges, so each record is read, parsed and
-  written in one Python process, with no JVM pass and no second worker in between;
+* parses its share's records (silver.parse_records), so each record is parsed and written in
+  one Python process;
 * writes the share's bronze, quarantine and silver rows as new Parquet files into the tables'
   locations (lake/files.py); the driver commits them, so nothing is visible before it does;
 * keeps for silver the first copy of each trade_id in the share (arrival order). Whether silver
@@ -33,14 +32,19 @@ import pyarrow.compute as pc
 
 from streaming import bronze, silver
 from streaming.gold import window_sums
-from streaming.kafka.options import SourceOptions
-from streaming.kafka.reader import read_ranges
 from streaming.lake.files import DataFile, write_file
 from streaming.lake.store import Lake
 from streaming.lake.tables import QUARANTINE, SILVER, UTC_TIME, Table
 from streaming.lateness import LATE_CANDIDATE_COLUMNS, too_late
 from streaming.rows import no_cycle_collection, one_per_key
 
+# A share is held in memory as records, trades and files: Spark cuts a bigger range of a partition.
+MAX_RECORDS_PER_SHARE = 100_000
+# The columns of Spark's Kafka source, as its Arrow batches carry them.
+KAFKA_RECORDS = pa.schema([
+    ("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()), ("partition", pa.int32()),
+    ("offset", pa.int64()), ("timestamp", pa.timestamp("us", tz="UTC")), ("timestampType", pa.int32()),
+])
 FILE, SUMS, LATE, NEW_IDS, LATEST = "file", "sums", "late", "new_ids", "latest"
 RESULT_COLUMNS = pa.schema([("kind", pa.string()), ("table", pa.string()), ("path", pa.string()),
                             ("size", pa.int64()), ("num_rows", pa.int64()), ("stats", pa.string()),
@@ -58,9 +62,6 @@ class BatchPlan:
     ingested_at: datetime
     latest_seen: datetime | None = None  # the latest event time before the batch (silver.time_jump_reasons)
     max_event_time_jump: timedelta = timedelta(days=1)
-    source: SourceOptions | None = None  # how the tasks reach Kafka
-    # Per task: the (topic, partition, from_offset, until_offset) ranges it reads.
-    reads: tuple[tuple[tuple[str, int, int, int], ...], ...] = ()
 
 
 def to_ipc(rows: pa.Table) -> bytes:
@@ -93,16 +94,12 @@ class ShareWriter:
         self.plan = plan
         self.lake = Lake(plan.lake_root, plan.storage_options)
 
-    def __call__(self, tasks: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        """tasks: the ids (into plan.reads) of the shares this Spark task reads and writes."""
-        for batch in tasks:
-            for task in batch.column("id").to_pylist():
-                yield from self.share(task)
-
-    def share(self, task: int) -> list[pa.RecordBatch]:
-        """Read, parse and write one share (plan.reads[task]): the driver's results."""
+    def __call__(self, records: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """records: this task's share of the batch, as Spark's Kafka source gives them."""
         with no_cycle_collection():
-            return list(self.write_share(read_ranges(self.plan.source, self.plan.reads[task])))
+            share = pa.Table.from_batches(list(records), KAFKA_RECORDS)
+            results = list(self.write_share(share))
+        yield from results
 
     def write_share(self, records: pa.Table) -> Iterator[pa.RecordBatch]:
         """Kafka records (the source's columns) -> the tables' files and the driver's results."""

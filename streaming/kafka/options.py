@@ -1,153 +1,157 @@
-"""The options of format("pykafka"), parsed once for both halves (reader.py, writer.py).
+"""The options we hand Spark's own format("kafka"), built and checked here before Spark sees them.
 
-They mirror Spark's format("kafka"):
-
-    kafka.bootstrap.servers   required
-    kafka.*                   passed to the confluent-kafka (librdkafka) client
-
-Reading:
-    subscribe                 comma-separated topics
-    startingOffsets           "earliest" | "latest" | '{"trades": {"0": 42, "1": -2}}'
-                              (-2 = earliest, -1 = latest, as in Spark)
-    startingTimestamp         milliseconds since the epoch; wins over startingOffsets
-    maxOffsetsPerTrigger      records per micro-batch, spread over partitions
-    kafkaConsumer.pollTimeoutMs  how long a task waits for records before failing (default 120000)
-    fetchOffset.retryTimeoutMs   how long the driver keeps trying to reach Kafka for offsets, a try
-                              per trigger with no batch meanwhile, before failing the query (ours;
-                              default 120000)
-    failOnDataLoss            "true" (default) | "false": whether a query fails when offsets it expects
-                              are gone (the broker lost its tail, retention removed unread records,
-                              the topic was recreated); with false it logs the loss and reads on from
-                              what the broker holds (reader.data_losses)
-    maxTasks                  at most this many tasks per micro-batch, and one per 20,000 records,
-                              partitions grouped by size (ours, not Spark's: a Python task has a fixed
-                              cost; default: one task per partition)
-
-Writing:
-    topic                     the topic of every row (else the `topic` column)
+The run's Kafka client settings are librdkafka's (the producer, the admin and the health checks
+use confluent-kafka); Spark's connector runs the Java client. `java_client_options` translates
+the settings the two name differently (SASL credentials, the CA file), so one
+`client.properties` or `TRADE_SUMMARY_KAFKA_*` set serves both, and passes through the ones a
+Java client already understands. Settings only librdkafka knows are left out, with their names
+logged, since the Java client would only warn about each.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
+import logging
+import math
+import re
+from datetime import timedelta
 from typing import Mapping
 
-from streaming.kafka.clients import producer_config
+log = logging.getLogger(__name__)
 
-EARLIEST, LATEST = -2, -1
-# A task that sees no record for this long while offsets remain declares the broker gone.
-DEFAULT_READ_TIMEOUT_MS = 120_000
-# The driver rides out a broker this long unreachable before failing the query.
-DEFAULT_RETRY_TIMEOUT_MS = 120_000
-LIBRDKAFKA_DELIVERY_TIMEOUT_MS = 300_000
-# flush() waits for every delivery report; librdkafka reports a failure by its delivery timeout.
-FLUSH_MARGIN_S = 30
-
-
-class KafkaSourceError(RuntimeError):
-    pass
-
-
-class KafkaSinkError(RuntimeError):
-    pass
-
-
-def kafka_client_options(options: Mapping[str, str], error: type[Exception]) -> dict[str, str]:
-    """The `kafka.*` options with the prefix stripped, for librdkafka; bootstrap servers required."""
-    client = {k[len("kafka."):]: v for k, v in options.items() if k.lower().startswith("kafka.")}
-    if "bootstrap.servers" not in client:
-        raise error("option 'kafka.bootstrap.servers' is required, e.g. 127.0.0.1:9092")
-    return client
-
-
-def spark_kafka_options(client_config: Mapping[str, str]) -> dict[str, str]:
-    """librdkafka settings -> the `kafka.*` options of format("pykafka"), for reading or writing."""
-    return {f"kafka.{key}": value for key, value in client_config.items()}
+# librdkafka name -> the Java client's, where only the name differs.
+RENAMED = {"sasl.mechanisms": "sasl.mechanism"}
+# Settings both clients read under one name (the Java client's ProducerConfig/ConsumerConfig).
+SHARED = {
+    "bootstrap.servers", "security.protocol", "sasl.mechanism", "client.id", "client.dns.lookup",
+    "request.timeout.ms", "session.timeout.ms", "socket.connection.setup.timeout.ms",
+    "socket.connection.setup.timeout.max.ms", "reconnect.backoff.ms", "reconnect.backoff.max.ms",
+    "retry.backoff.ms", "metadata.max.age.ms", "connections.max.idle.ms", "ssl.endpoint.identification.algorithm",
+    "ssl.key.password", "ssl.keystore.location", "ssl.keystore.password", "ssl.truststore.location",
+    "ssl.truststore.password", "ssl.truststore.type", "ssl.keystore.type", "sasl.jaas.config",
+    "sasl.login.callback.handler.class", "sasl.client.callback.handler.class", "sasl.kerberos.service.name",
+    "sasl.oauthbearer.token.endpoint.url", "sasl.oauthbearer.scope", "sasl.oauthbearer.client.id",
+    "sasl.oauthbearer.client.secret", "max.partition.fetch.bytes", "fetch.max.bytes", "fetch.min.bytes",
+    "fetch.max.wait.ms", "receive.buffer.bytes", "send.buffer.bytes", "linger.ms", "batch.size",
+    "compression.type", "acks", "enable.idempotence", "delivery.timeout.ms", "max.request.size",
+    "max.in.flight.requests.per.connection", "default.api.timeout.ms", "isolation.level",
+}
+LOGIN_MODULES = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
+# Spark's connector rejects these: it manages its consumers' groups, offsets and (de)serialisers.
+SPARK_MANAGED = {"group.id", "auto.offset.reset", "key.deserializer", "value.deserializer", "key.serializer",
+                 "value.serializer", "enable.auto.commit", "interceptor.classes"}
 
 
-@dataclass(frozen=True)
-class SourceOptions:
-    client: Mapping[str, str]
-    topics: tuple[str, ...]
-    starting_offsets: str = "earliest"
-    starting_timestamp: int | None = None
-    max_offsets_per_trigger: int | None = None
-    read_timeout_ms: int = DEFAULT_READ_TIMEOUT_MS
-    retry_timeout_ms: int = DEFAULT_RETRY_TIMEOUT_MS
-    max_tasks: int | None = None
-    fail_on_data_loss: bool = True
-
-    @classmethod
-    def parse(cls, options: Mapping[str, str]) -> "SourceOptions":
-        opts = {str(k): str(v) for k, v in options.items()}
-        lower = {k.lower(): v for k, v in opts.items()}
-        client = kafka_client_options(opts, KafkaSourceError)
-        if "subscribe" not in lower:
-            raise KafkaSourceError("option 'subscribe' is required: a comma-separated list of topics")
-        topics = tuple(t.strip() for t in lower["subscribe"].split(",") if t.strip())
-        max_offsets = lower.get("maxoffsetspertrigger")
-        timestamp = lower.get("startingtimestamp")
-        max_tasks = lower.get("maxtasks")
-        try:
-            max_offsets_value = int(max_offsets) if max_offsets else None
-            timestamp_value = int(timestamp) if timestamp else None
-            timeout = int(lower.get("kafkaconsumer.polltimeoutms", DEFAULT_READ_TIMEOUT_MS))
-            retry_timeout = int(lower.get("fetchoffset.retrytimeoutms", DEFAULT_RETRY_TIMEOUT_MS))
-            max_tasks_value = int(max_tasks) if max_tasks else None
-        except ValueError as exc:
-            raise KafkaSourceError(f"invalid numeric option: {exc}") from None
-        if max_offsets_value is not None and max_offsets_value <= 0:
-            raise KafkaSourceError("maxOffsetsPerTrigger must be positive")
-        if max_tasks_value is not None and max_tasks_value <= 0:
-            raise KafkaSourceError("maxTasks must be positive")
-        fail_on_data_loss = lower.get("failondataloss", "true").strip().lower()
-        if fail_on_data_loss not in ("true", "false"):
-            raise KafkaSourceError(f"failOnDataLoss must be 'true' or 'false', got {fail_on_data_loss!r}")
-        return cls(
-            client=client,
-            topics=topics,
-            starting_offsets=lower.get("startingoffsets", "latest").strip(),
-            starting_timestamp=timestamp_value,
-            max_offsets_per_trigger=max_offsets_value,
-            read_timeout_ms=timeout,
-            retry_timeout_ms=retry_timeout,
-            max_tasks=max_tasks_value,
-            fail_on_data_loss=fail_on_data_loss == "true",
-        )
+class KafkaOptionsError(ValueError):
+    """A client setting Spark's connector cannot take; the message says which and why."""
 
 
-def parse_starting_offsets(text: str, topics: tuple[str, ...]) -> dict[str, dict[str, int]] | str:
-    text = text.strip()
-    if text.lower() in ("earliest", "latest"):
-        return text.lower()
-    try:
-        parsed = json.loads(text)
-    except json.JSONDecodeError:
-        raise KafkaSourceError(
-            f"startingOffsets must be 'earliest', 'latest' or JSON like "
-            f'{{"{topics[0] if topics else "topic"}": {{"0": 42}}}}, got {text!r}'
-        ) from None
-    if not isinstance(parsed, dict) or not all(isinstance(v, dict) for v in parsed.values()):
-        raise KafkaSourceError(f"startingOffsets JSON must map topic -> {{partition: offset}}, got {text!r}")
-    return {t: {str(p): int(o) for p, o in parts.items()} for t, parts in parsed.items()}
+def _jaas_quoted(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-@dataclass(frozen=True)
-class SinkOptions:
-    client: Mapping[str, str]
-    topic: str | None
+def java_client_options(librdkafka: Mapping[str, str]) -> dict[str, str]:
+    """librdkafka client settings -> the Java client's, as `kafka.*` options of format("kafka")."""
+    config = {str(k).strip(): str(v) for k, v in librdkafka.items()}
+    if "bootstrap.servers" not in config:
+        raise KafkaOptionsError("the Kafka setting 'bootstrap.servers' is required, e.g. 127.0.0.1:9092")
+    java: dict[str, str] = {}
+    skipped = []
+    for key, value in config.items():
+        key = RENAMED.get(key, key)
+        if key in SPARK_MANAGED:
+            raise KafkaOptionsError(f"the Kafka setting {key!r} is managed by Spark's connector and cannot be set")
+        if key in SHARED:
+            java[key] = value
+        elif key not in ("sasl.username", "sasl.password", "ssl.ca.location"):
+            skipped.append(key)
+    username, password = config.get("sasl.username"), config.get("sasl.password")
+    if (username is not None or password is not None) and "sasl.jaas.config" not in java:
+        mechanism = java.get("sasl.mechanism", "PLAIN").upper()
+        if mechanism not in LOGIN_MODULES:
+            raise KafkaOptionsError(f"sasl.username/sasl.password work with SASL mechanism PLAIN or SCRAM-SHA-256/512, "
+                                    f"not {mechanism}: give the Java client's sasl.jaas.config instead")
+        java["sasl.jaas.config"] = (f"{LOGIN_MODULES[mechanism]} required username={_jaas_quoted(username or '')} "
+                                    f"password={_jaas_quoted(password or '')};")
+    if "ssl.ca.location" in config and "ssl.truststore.location" not in java:
+        java["ssl.truststore.type"] = "PEM"  # librdkafka's CA file is PEM; the Java client reads it as is
+        java["ssl.truststore.location"] = config["ssl.ca.location"]
+    if skipped:
+        log.info("Kafka settings only librdkafka reads, not given to Spark's connector: %s", ", ".join(sorted(skipped)))
+    return {f"kafka.{key}": value for key, value in java.items()}
 
-    @classmethod
-    def parse(cls, options: Mapping[str, str]) -> "SinkOptions":
-        opts = {str(k): str(v) for k, v in options.items()}
-        topic = {k.lower(): v for k, v in opts.items()}.get("topic")
-        return cls(client=kafka_client_options(opts, KafkaSinkError), topic=topic.strip() if topic else None)
 
-    def producer_config(self) -> dict:
-        return producer_config(self.client)
+# Spark's source asks Kafka for offsets through an admin client, retrying a failed request
+# fetchOffset.numRetries times, fetchOffset.retryIntervalMs apart, each waiting up to the
+# client's default.api.timeout.ms.
+OFFSET_REQUEST_TIMEOUT_MS = 10_000
+OFFSET_RETRY_INTERVAL_MS = 1_000
 
-    @property
-    def flush_timeout_s(self) -> float:
-        timeout_ms = self.client.get("delivery.timeout.ms", self.client.get("message.timeout.ms"))
-        return int(timeout_ms or LIBRDKAFKA_DELIVERY_TIMEOUT_MS) / 1000 + FLUSH_MARGIN_S
+
+def offset_retries(ride_out: timedelta, request_timeout_ms: int | None = None) -> dict[str, str]:
+    """How long an unreachable Kafka is ridden out, as the source's retry options (an admin
+    request waits at least its client's request.timeout.ms)."""
+    request_ms = int(request_timeout_ms or OFFSET_REQUEST_TIMEOUT_MS)
+    tries = max(1, math.ceil(ride_out.total_seconds() * 1000 / (request_ms + OFFSET_RETRY_INTERVAL_MS)))
+    return {"fetchOffset.numRetries": str(tries), "fetchOffset.retryIntervalMs": str(OFFSET_RETRY_INTERVAL_MS),
+            "kafka.request.timeout.ms": str(request_ms), "kafka.default.api.timeout.ms": str(request_ms)}
+
+
+def source_options(client: Mapping[str, str], topic: str, *, fail_on_data_loss: bool = True,
+                   ride_out: timedelta = timedelta(minutes=2), starting_timestamp_ms: int | None = None,
+                   max_offsets_per_trigger: int | None = None, min_partitions: int | None = None,
+                   max_records_per_partition: int | None = None) -> dict[str, str]:
+    """The reading options: the topic from its earliest retained record (a restart resumes from
+    the checkpoint instead), or from a Kafka time."""
+    java = java_client_options(client)
+    options = {
+        **java,
+        "subscribe": topic,
+        "startingOffsets": "earliest",
+        "failOnDataLoss": str(fail_on_data_loss).lower(),
+        # Spark includes headers only when asked; the rest of the columns are the usual seven.
+        "includeHeaders": "false",
+        **offset_retries(ride_out, java.get("kafka.request.timeout.ms")),
+    }
+    if starting_timestamp_ms is not None:
+        options["startingTimestamp"] = str(int(starting_timestamp_ms))
+        # A partition with no record at or after that time starts at its end, not with an error.
+        options["startingOffsetsByTimestampStrategy"] = "latest"
+    if max_offsets_per_trigger:
+        options["maxOffsetsPerTrigger"] = str(int(max_offsets_per_trigger))
+    if min_partitions:
+        options["minPartitions"] = str(int(min_partitions))
+    if max_records_per_partition:
+        options["maxRecordsPerPartition"] = str(int(max_records_per_partition))
+    return options
+
+
+def sink_options(client: Mapping[str, str], topic: str) -> dict[str, str]:
+    """The writing options: every row to `topic`, with an idempotent acks=all producer unless the
+    user's settings say otherwise."""
+    java = java_client_options(client)
+    return {"kafka.acks": "all", "kafka.enable.idempotence": "true", **java, "topic": topic}
+
+
+OFFSET_CHANGED = re.compile(r"Partition (?P<topic>\S+)-(?P<partition>\d+)(?:'s)? offset was changed from "
+                            r"(?P<before>\d+) to (?P<after>\d+)")
+DATA_LOSS = re.compile(r"Some data may have been lost[^\n]*(?:\n[^\n]*){0,6}?\n?Reason: ?(?P<reason>[^\n]+)")
+WHAT_TO_DO = ("Records read before are in bronze. To read on from what the broker holds, restart with "
+              "--fail-on-data-loss false; to read again from a time, use --replay-from "
+              "(docs/operations.md#when-kafka-loses-records)")
+
+
+def explain_data_loss(error_text: str) -> str | None:
+    """Spark's data-loss failure -> what was lost and what to do, or None for another error."""
+    changed = OFFSET_CHANGED.search(error_text)
+    if changed is not None:
+        return (f"Kafka partition {changed['topic']}/{changed['partition']} ends at offset {changed['after']}, but "
+                f"the query has read up to {changed['before']}: the broker lost records, retention removed them, or "
+                f"the topic was recreated. {WHAT_TO_DO}")
+    lost = DATA_LOSS.search(error_text)
+    if lost is not None:
+        return f"Kafka no longer holds records the query expects ({lost['reason'].strip()}). {WHAT_TO_DO}"
+    return None

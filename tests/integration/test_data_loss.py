@@ -10,6 +10,7 @@ from confluent_kafka.admin import AdminClient
 
 from streaming.kafka.admin import ensure_topic
 from streaming.lake.tables import BRONZE, SILVER
+from streaming.pipeline import short_error
 from tests.support.corpus import DAY, trade
 from tests.support.kafka import TopicWriter
 
@@ -33,7 +34,7 @@ def test_a_recreated_topic_fails_the_query_naming_the_lost_offsets(stream, broke
     recreate(broker.bootstrap_servers, topic)
     with pytest.raises(Exception) as failed:
         stream.process()
-    message = str(failed.value)
+    message = short_error(failed.value)  # as the log and the health panel say it
     assert f"Kafka partition {topic}/" in message and "ends at offset 0, but the query has read up to 2" in message
     assert "--fail-on-data-loss false" in message
     stream.check_table(BRONZE, rows=2)
