@@ -30,7 +30,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import SparkSession
+from pyspark.sql import Column, SparkSession
+from pyspark.sql import functions as F
 
 from streaming import gold
 from streaming.config import Settings
@@ -109,6 +110,15 @@ class BackfillReport:
         return " ".join(parts) or "Choose the windows to backfill."
 
 
+def counted_before(offsets: dict[tuple[str, int], int]) -> Column:
+    """Spark: rows whose Kafka record lies before `offsets` in its partition (none if empty)."""
+    condition = F.lit(False)
+    for (topic, partition), end in offsets.items():
+        condition = condition | ((F.col("topic") == topic) & (F.col("partition") == partition)
+                                 & (F.col("offset") < end))
+    return condition
+
+
 class Reconciler:
     """Gold against silver for the dashboard, with Spark for the recompute."""
 
@@ -136,13 +146,13 @@ class Reconciler:
     def recompute(self, start: datetime, end: datetime, offsets: dict[tuple[str, int], int]) -> pd.DataFrame:
         """Windows from silver's trades with event time in [start, end) and Kafka offsets before
         `offsets`, by the streaming logic."""
-        trades = self.lake.read(SILVER, ["trade_id", "side", "amount", "event_time"],
-                                f"{in_time_range('event_time', start, end, high_inclusive=False)} "
-                                f"AND ({before_offsets(offsets)})")
-        if trades.num_rows == 0:
+        trades = (self.lake.spark_frame(self.spark, SILVER)
+                  .where((F.col("event_time") >= start) & (F.col("event_time") < end) & counted_before(offsets))
+                  .select("trade_id", "side", "amount", "event_time"))
+        summary = gold.trade_summary(trades, self.settings.window).toArrow()
+        if summary.num_rows == 0:
             return gold.WINDOW_SUMS_SCHEMA.empty_table().to_pandas()
-        summary = gold.trade_summary(self.spark.createDataFrame(trades), self.settings.window)
-        return summary.toArrow().to_pandas()
+        return summary.to_pandas()
 
     def _read(self, table: Table, start: datetime, end: datetime, extra: str | None = None) -> pd.DataFrame:
         """The rows of a table keyed by window whose window starts in [start, end)."""

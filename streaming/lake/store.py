@@ -169,6 +169,20 @@ class Lake:
     def location(self, table: Table) -> str:
         return f"{self.root}/{table.name}"
 
+    def spark_location(self, table: Table) -> str | None:
+        """Where delta-spark finds the table: a local data dir only (Spark's object-store file
+        systems need Hadoop jars and settings of their own), else None."""
+        location = self.location(table)
+        return None if is_remote(location) else local_path(location).resolve().as_uri()
+
+    def spark_frame(self, spark, table: Table):
+        """The table as a Spark DataFrame: through delta-spark where it can reach the table, else
+        the latest version read here and handed to Spark."""
+        location = self.spark_location(table)
+        if location is not None:
+            return spark.read.format("delta").load(location)
+        return spark.createDataFrame(self.read(table))
+
     # -- opening --------------------------------------------------------------------------------
     def open(self, table: Table) -> DeltaTable | None:
         """The table at its latest version, or None if it does not exist yet."""
