@@ -8,7 +8,6 @@ import logging
 import re
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
@@ -100,36 +99,12 @@ def processed_offsets(progress: dict) -> dict[str, int]:
     return offsets
 
 
-def counted_progress(progress: list[dict], sink: MedallionSink | None) -> list[dict]:
-    """A query's progress reports with each batch's input counted: Spark counts the rows its
-    source's plan produced, and a batch whose tasks read Kafka themselves has none of those, so
-    the records the sink read are the batch's input (and its rates)."""
-    counted, previous_start = [], None
-    for report in progress:
-        start = datetime.fromisoformat(report["timestamp"].replace("Z", "+00:00")).timestamp()
-        batch_id = report.get("batchId")
-        read = sink.records_read.get(batch_id) if sink else None
-        if read and not report.get("numInputRows"):
-            seconds = ((report.get("durationMs") or {}).get("triggerExecution") or 0) / 1000
-            # Since the batch before started: from its report, else from when the sink got each.
-            if previous_start is None and batch_id - 1 in sink.called_at and batch_id in sink.called_at:
-                previous_start = start - (sink.called_at[batch_id] - sink.called_at[batch_id - 1])
-            since = start - previous_start if previous_start is not None else seconds
-            report = {**report, "numInputRows": read,
-                      "processedRowsPerSecond": read / seconds if seconds > 0 else 0.0,
-                      "inputRowsPerSecond": read / since if since > 0 else 0.0}
-        counted.append(report)
-        previous_start = start
-    return counted
-
-
 def query_status(query: StreamingQuery, restarts: int = 0, last_restart_error: str | None = None,
                  sink: MedallionSink | None = None) -> QueryStatus:
-    """sink: the query's, for the watermark now in effect (from every batch done), any data loss
-    and the records its batches read."""
+    """sink: the query's, for the watermark now in effect (from every batch done) and any data loss."""
     watermark = sink.watermark if sink else None
     last = query.lastProgress  # not recentProgress: that is two py4j calls per report kept, each poll
-    progress = counted_progress([last], sink)[0] if last else {}
+    progress = last or {}
     exception = query.exception() if not query.isActive else None
     operators = progress.get("stateOperators", [])
     return QueryStatus(
@@ -210,8 +185,7 @@ class Pipeline:
         return start_medallion_query(self.spark, self.settings, sink)
 
     def progress(self, query: StreamingQuery) -> list[dict]:
-        """The query's recent progress reports, each batch's input counted (counted_progress)."""
-        return counted_progress(query.recentProgress, self.sinks.get(query.name))
+        return query.recentProgress
 
     def status(self) -> list[QueryStatus]:
         return [self._status(q) for q in self.queries]

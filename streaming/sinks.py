@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import time
 from datetime import datetime, timezone
 
 import pandas as pd
@@ -144,9 +143,6 @@ class MedallionSink:
         self.watermark: datetime | None = None  # in effect for the next batch (None before the first is set)
         self.data_loss: str | None = None  # the last time Kafka's offsets went back, said for the operator
         self.trade_ids = TradeIds(lake)  # every trade_id silver holds, hashed
-        # batch id -> the Kafka records it read, and when the sink got the batch (time.time()).
-        self.records_read: dict[int, int] = {}
-        self.called_at: dict[int, float] = {}
 
     @functools.cached_property
     def query_id(self) -> str:
@@ -156,7 +152,6 @@ class MedallionSink:
         return Batch(self.query_id, batch_id)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        self.called_at[batch_id] = time.time()
         # The stream's jobs go first, before a reconciliation's (fairscheduler.xml).
         batch.sparkSession.sparkContext.setLocalProperty("spark.scheduler.pool", "stream")
         read, previous = self.checkpoint.offset_log(batch_id), self.checkpoint.offset_log(batch_id - 1)
@@ -167,14 +162,11 @@ class MedallionSink:
         if ledger.num_rows == 0:
             batch_latest = None  # no record read
         elif self.read_before(ledger, batch_id):
-            batch_latest = self.write_on_driver(self.collect(batch, batch_id), batch_id, ledger, latest)
+            batch_latest = self.write_on_driver(batch.toArrow(), batch_id, ledger, latest)
         else:
             batch_latest = self.write_in_tasks(batch, batch_id, ledger, latest)
             self.bronze_free_from.update(zip(zip(ledger["topic"].to_pylist(), ledger["partition"].to_pylist()),
                                              ledger["end_offset"].to_pylist()))
-        for kept in (self.records_read, self.called_at):
-            while len(kept) > 1000:
-                del kept[min(kept)]
         self.latest = max((t for t in (latest, batch_latest) if t is not None), default=None)
         self.latest_for, self.last_done = batch_id + 1, batch_id
         if self.latest is not None and self.latest - self.settings.watermark > EPOCH:
@@ -231,11 +223,6 @@ class MedallionSink:
         self.bronze_free_from.update(starts)
         return False
 
-    def collect(self, batch: DataFrame, batch_id: int) -> pa.Table:
-        records = batch.toArrow()
-        self.records_read[batch_id] = records.num_rows
-        return records
-
     # -- records read for the first time: the tasks read, write and sum; the driver commits ----------
     def write_in_tasks(self, batch: DataFrame, batch_id: int, ledger: pa.Table,
                        latest: datetime | None) -> datetime | None:
@@ -244,7 +231,6 @@ class MedallionSink:
         plan = BatchPlan(self.lake.root, self.lake.storage_options, judged_watermark(ledger),
                          self.settings.window, datetime.now(timezone.utc), latest, self.settings.max_event_time_jump)
         results = TaskResults(batch.mapInArrow(ShareWriter(plan), ShareWriter.SCHEMA).toArrow())
-        self.records_read[batch_id] = results.records_read()
         new_ids = results.new_id_hashes()
         if results.same_trade_kept_twice() or self.trade_ids.known(new_ids).any():
             # Two tasks each kept a first copy of one trade (sent with two keys, so into two Kafka
@@ -254,7 +240,7 @@ class MedallionSink:
             # keeping the first copy and quarantining a conflicting one.
             log.info("batch %d: a trade_id seen before; silver takes the batch through a MERGE", batch_id)
             self.lake.commit_files(bronze.BRONZE, results.files(bronze.BRONZE), this)
-            return self.write_on_driver(self.collect(batch, batch_id), batch_id, ledger, latest)
+            return self.write_on_driver(batch.toArrow(), batch_id, ledger, latest)
         # Any of the three may land first: a batch run again after a crash in between finds one
         # committed (read_before) and goes through the driver, which completes the others.
         self.lake.at_once(*(functools.partial(self.lake.commit_files, table, results.files(table), this)

@@ -151,10 +151,6 @@ class TaskResults:
         parts = self.tables(kind)
         return pa.concat_tables(parts) if parts else pa.table({})
 
-    def records_read(self) -> int:
-        """Every record the tasks read is in one of their bronze files."""
-        return sum(r["num_rows"] for r in self.rows if r["kind"] == FILE and r["table"] == bronze.BRONZE.name)
-
     def latest_event_time(self) -> datetime | None:
         """The latest event time among the trades the tasks kept for silver."""
         times = [t["event_time"] for t in self.tables(LATEST) if t.num_rows]
