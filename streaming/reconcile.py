@@ -38,6 +38,7 @@ from streaming.config import Settings
 from streaming.corrections import correction_rows
 from streaming.gold import MEASURES
 from streaming.lake.checkpoints import Checkpoints
+from streaming.lake.spark_delta import SparkLake
 from streaming.lake.store import Batch, Lake, before_offsets, in_time_range, quote, sql_literal
 from streaming.lake.tables import BATCH_WATERMARKS, CORRECTIONS, GOLD, LATE_TRADES, SILVER, Table, Write
 from streaming.pipeline import MEDALLION_QUERY
@@ -146,7 +147,7 @@ class Reconciler:
     def recompute(self, start: datetime, end: datetime, offsets: dict[tuple[str, int], int]) -> pd.DataFrame:
         """Windows from silver's trades with event time in [start, end) and Kafka offsets before
         `offsets`, by the streaming logic."""
-        trades = (self.lake.spark_frame(self.spark, SILVER)
+        trades = (SparkLake(self.lake, self.spark).frame(SILVER)
                   .where((F.col("event_time") >= start) & (F.col("event_time") < end) & counted_before(offsets))
                   .select("trade_id", "side", "amount", "event_time"))
         summary = gold.trade_summary(trades, self.settings.window).toArrow()
@@ -214,12 +215,15 @@ class Reconciler:
             corrections, rows = backfill_rows(current, target, watermark, now)
             # A backfill is not a stream batch: any new, larger version.
             batch = Batch(BACKFILL_QUERY_ID, time.time_ns() // 1000)
-            self.lake.publish(CORRECTIONS, corrections, batch)
-            self.lake.publish(GOLD, rows, batch)
+            # Spark-side work, so delta-spark MERGEs, recording the batch as the stream's writes do.
+            spark_lake = SparkLake(self.lake, self.spark)
+            spark_lake.publish(CORRECTIONS, self.spark.createDataFrame(corrections), batch)
+            spark_lake.publish(GOLD, self.spark.createDataFrame(rows), batch)
             # The too-late trades now in gold: later differences are explained by the others.
             folded = self._too_late(first, last, offsets)
             folded = folded[folded["window_start"].isin(chosen) & folded["backfilled_at"].isna()]
-            self.lake.publish(LATE_TRADES, pa.Table.from_pandas(folded.assign(backfilled_at=now),
-                                                                schema=LATE_TRADES.schema, preserve_index=False),
-                              batch, write=Write.UPSERT)
+            if not folded.empty:
+                folded = pa.Table.from_pandas(folded.assign(backfilled_at=now), schema=LATE_TRADES.schema,
+                                              preserve_index=False)
+                spark_lake.publish(LATE_TRADES, self.spark.createDataFrame(folded), batch, write=Write.UPSERT)
         return report

@@ -175,14 +175,6 @@ class Lake:
         location = self.location(table)
         return None if is_remote(location) else local_path(location).resolve().as_uri()
 
-    def spark_frame(self, spark, table: Table):
-        """The table as a Spark DataFrame: through delta-spark where it can reach the table, else
-        the latest version read here and handed to Spark."""
-        location = self.spark_location(table)
-        if location is not None:
-            return spark.read.format("delta").load(location)
-        return spark.createDataFrame(self.read(table))
-
     # -- opening --------------------------------------------------------------------------------
     def open(self, table: Table) -> DeltaTable | None:
         """The table at its latest version, or None if it does not exist yet."""
