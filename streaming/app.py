@@ -52,7 +52,7 @@ class Command:
         self.broker = None
         self.spark = None
         self._owns_spark = False  # a session already running in this process (a test's) is left running
-        self.broker_save_failed = False  # the embedded broker's save on stop failed: the run ends with 1
+        self.broker_failed = False  # the embedded broker ended by itself or could not be stopped: exit code 1
 
     def install_signal_handlers(self) -> None:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -96,6 +96,7 @@ class Command:
     def _start_spark(self) -> None:
         from pyspark import SparkContext
 
+        from streaming.jars import JarsMissing
         from streaming.spark_session import create_spark
 
         conf = self.settings.spark_conf
@@ -104,8 +105,11 @@ class Command:
                  f" with --conf {', '.join(key for key, _ in conf)}" if conf else "")
         began = time.monotonic()
         self._owns_spark = SparkContext._active_spark_context is None
-        self.spark = create_spark(self.settings.master, conf_overrides=conf,
-                                  driver_host=self.settings.driver_host)
+        try:
+            self.spark = create_spark(self.settings.master, conf_overrides=conf,
+                                      driver_host=self.settings.driver_host)
+        except JarsMissing as exc:
+            raise StartupError(str(exc)) from None
         self.install_signal_handlers()  # SparkContext replaces the SIGINT handler with its own
         log.info("Spark %s up in %.1f s", self.spark.version, time.monotonic() - began)
 
@@ -120,9 +124,9 @@ class Command:
                 self.broker.stop()
             except BrokerError as exc:
                 log.error("%s", exc)
-                self.broker_save_failed = True
+                self.broker_failed = True
                 return
-            log.info("embedded broker stopped, data saved in %s", self.broker.data_dir)
+            log.info("embedded broker stopped; its data stays in %s", self.broker.data_dir)
 
 
 class App(Command):
@@ -396,7 +400,7 @@ def run_command(command_class, parse, build_parser, argv: list[str], help_comman
     finally:
         command.stop()
     log.info("stopped")
-    return 1 if command.broker_save_failed else code
+    return 1 if command.broker_failed else code
 
 
 def main(argv: list[str] | None = None, dashboard: DashboardFactory | None = None) -> int:
