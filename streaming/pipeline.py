@@ -35,8 +35,9 @@ def kafka_source_options(spark: SparkSession, settings: Settings) -> dict[str, s
         fail_on_data_loss=settings.fail_on_data_loss, ride_out=settings.kafka_retry_timeout,
         starting_timestamp_ms=None if settings.replay_from is None else int(settings.replay_from.timestamp() * 1000),
         max_offsets_per_trigger=settings.max_offsets_per_trigger,
-        # A batch's records go to at least one task per core: Spark cuts a partition's range.
-        min_partitions=spark.sparkContext.defaultParallelism, max_records_per_partition=MAX_RECORDS_PER_SHARE)
+        # A catch-up batch is cut into two waves of tasks on every core (3 partitions on 2 cores
+        # would leave one running alone); a live batch is one share (task_writes.ONE_SHARE_UP_TO).
+        min_partitions=2 * spark.sparkContext.defaultParallelism, max_records_per_partition=MAX_RECORDS_PER_SHARE)
 
 
 def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:

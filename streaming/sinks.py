@@ -55,6 +55,7 @@ from streaming.replay import recount
 from streaming.rows import one_per_key
 from streaming.task_writes import (
     LATE,
+    ONE_SHARE_UP_TO,
     SUMS,
     BatchPlan,
     ShareWriter,
@@ -230,7 +231,9 @@ class MedallionSink:
         this = self.batch(batch_id)
         plan = BatchPlan(self.lake.root, self.lake.storage_options, judged_watermark(ledger),
                          self.settings.window, datetime.now(timezone.utc), latest, self.settings.max_event_time_jump)
-        results = TaskResults(batch.mapInArrow(ShareWriter(plan), ShareWriter.SCHEMA).toArrow())
+        records = pc.sum(pc.subtract(ledger["end_offset"], ledger["start_offset"])).as_py()
+        shares = batch.coalesce(1) if records <= ONE_SHARE_UP_TO else batch
+        results = TaskResults(shares.mapInArrow(ShareWriter(plan), ShareWriter.SCHEMA).toArrow())
         new_ids = results.new_id_hashes()
         if results.same_trade_kept_twice() or self.trade_ids.known(new_ids).any():
             # Two tasks each kept a first copy of one trade (sent with two keys, so into two Kafka

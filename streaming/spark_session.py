@@ -241,6 +241,9 @@ def create_spark(master: str = "local[*]", app_name: str = "trade-summary", shuf
         conf.set("spark.jars", ",".join(spark_classpath(echo=log.info)))
     for key, value in DELTA_SESSION.items():
         conf.set(key, value)
+    # delta-spark reads a table's log in this many tasks (50 by default): a handful of small
+    # tables' logs take a core each at most, and 50 tasks made every read and MERGE slow.
+    conf.set("spark.databricks.delta.snapshotPartitions", str(shuffle_partitions or default_shuffle_partitions(master)))
     for key, value in conf_overrides:
         conf.set(key, value)
     if SparkContext._active_spark_context is None:

@@ -1,6 +1,7 @@
 """What each Spark task does with its share of a micro-batch, where the data is (sinks.py runs
 it through `mapInArrow` over the batch's Kafka records, one task per share: Spark's Kafka source
-cuts a batch into at least one share per core and at most MAX_RECORDS_PER_SHARE records each):
+cuts a batch into at least one share per core and at most MAX_RECORDS_PER_SHARE records each,
+and a live batch of up to ONE_SHARE_UP_TO records is one share):
 
 * parses its share's records (silver.parse_records), so each record is parsed and written in
   one Python process;
@@ -40,6 +41,9 @@ from streaming.rows import no_cycle_collection, one_per_key
 
 # A share is held in memory as records, trades and files: Spark cuts a bigger range of a partition.
 MAX_RECORDS_PER_SHARE = 100_000
+# A batch this small is one share, whatever the partitions it spans: a task's fixed cost is most
+# of a live batch's time, and more tasks than cores wait for one (docs/real-parts-ab.md).
+ONE_SHARE_UP_TO = 20_000
 # The columns of Spark's Kafka source, as its Arrow batches carry them.
 KAFKA_RECORDS = pa.schema([
     ("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()), ("partition", pa.int32()),
@@ -97,15 +101,19 @@ class ShareWriter:
     def __call__(self, records: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """records: this task's share of the batch, as Spark's Kafka source gives them."""
         with no_cycle_collection():
-            share = pa.Table.from_batches(list(records), KAFKA_RECORDS)
-            results = list(self.write_share(share))
+            # Each Arrow batch is parsed as it comes, while Spark's reader fetches the next.
+            parsed = [silver.parse_records(pa.Table.from_batches([batch], KAFKA_RECORDS)) for batch in records]
+            results = list(self.write_parsed(pa.concat_tables(parsed))) if parsed else []
         yield from results
 
     def write_share(self, records: pa.Table) -> Iterator[pa.RecordBatch]:
         """Kafka records (the source's columns) -> the tables' files and the driver's results."""
-        if records.num_rows == 0:
+        return self.write_parsed(silver.parse_records(records))
+
+    def write_parsed(self, rows: pa.Table) -> Iterator[pa.RecordBatch]:
+        """The share's records parsed (silver.parse_records) -> the tables' files and the driver's results."""
+        if rows.num_rows == 0:
             return
-        rows = silver.parse_records(records)
         rows = rows.append_column("ingested_at", pa.repeat(pa.scalar(self.plan.ingested_at, UTC_TIME), rows.num_rows))
         valid = silver.silver_rows(rows)
         trades = one_per_key(valid, ["trade_id"], keep="first")
