@@ -136,8 +136,8 @@ def broker_consume_rate_apart(bootstrap: str, topic: str, started: Callable[[int
 
 
 def drop_topic(bootstrap: str, topic: str) -> None:
-    """The broker snapshots all it holds every few seconds: a million trades it no longer
-    needs would cost CPU through the later phases."""
+    """A million trades the broker no longer needs: deleted, they leave its disk and the page
+    cache to the later phases."""
     admin = clients.admin(kafka_config(bootstrap))  # kept alive until the deletion is answered
     try:
         admin.delete_topics([topic], operation_timeout=30)[topic].result(30)

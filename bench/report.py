@@ -20,6 +20,8 @@ from streaming.config import duration_text
 
 log = logging.getLogger("bench")
 COMMAND = "python -m bench"
+# A section another command measures (python -m bench.broker_soak): a bench run carries it over.
+KEPT_SECTION = "## Embedded broker: "
 
 
 def summary_line(results: Results) -> str:
@@ -36,8 +38,18 @@ def write(results: Results, args: argparse.Namespace) -> Path:
     args.out.mkdir(parents=True, exist_ok=True)
     plots = plot(results, args.out)
     page = args.out / "benchmarks.md"
-    page.write_text(report(results, args, plots))
+    kept = kept_section(page.read_text()) if page.exists() else ""
+    page.write_text(report(results, args, plots).rstrip("\n") + ("\n\n" + kept if kept else "\n"))
     return page
+
+
+def kept_section(page: str) -> str:
+    """The page's KEPT_SECTION, up to the next section, or ""."""
+    start = page.find("\n" + KEPT_SECTION)
+    if start < 0:
+        return ""
+    end = page.find("\n## ", start + 1)
+    return page[start + 1:end if end >= 0 else len(page)].rstrip("\n") + "\n"
 
 
 def machine() -> dict[str, str]:
@@ -133,7 +145,7 @@ def report(results: Results, args: argparse.Namespace, plots: list[str]) -> str:
         "## Machine",
         "",
         *[f"- {k}: {v}" for k, v in m.items()],
-        f"- Spark master `{args.master}`, {PARTITIONS} topic partitions, embedded noida-db broker"
+        f"- Spark master `{args.master}`, {PARTITIONS} topic partitions, embedded Apache Kafka broker"
         + "".join(f", `--conf {key}={value}`" for key, value in args.conf),
         "",
         "## What each figure is",

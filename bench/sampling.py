@@ -6,7 +6,6 @@ Both are `Poller`s, daemon threads that tick at a fixed interval until stopped.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import threading
@@ -67,16 +66,6 @@ def process_name(pid: int) -> str:
         return ""
 
 
-def broker_pid(data_dir: Path) -> int | None:
-    """The embedded broker's pid, from the control file noida-db keeps in its data dir."""
-    try:
-        control = json.loads((data_dir / "noida.control.json").read_text())
-    except (OSError, ValueError):
-        return None
-    pid = control.get("pid") if isinstance(control, dict) else None
-    return int(pid) if pid else None
-
-
 # -- pollers -----------------------------------------------------------------------------------
 class Poller:
     """Calls tick() every `interval_s` on a daemon thread until stopped."""
@@ -109,9 +98,9 @@ class MemorySampler(Poller):
 
     GROUPS = ("JVM", "Python (driver)", "Spark Python workers", "broker")
 
-    def __init__(self, broker_dir: Path, interval_s: float = 1.0):
+    def __init__(self, broker_pid: int | None, interval_s: float = 1.0):
         super().__init__("memory", interval_s)
-        self.broker_dir = broker_dir
+        self.broker_pid = broker_pid
         self.peak_rss = dict.fromkeys(self.GROUPS, 0.0)
         self.peak_total_rss = self.peak_total_pss = self.peak_pipeline_rss = 0.0
         self.phase = "set-up"  # set by whoever runs the phases
@@ -123,12 +112,12 @@ class MemorySampler(Poller):
         self._lock = threading.Lock()
 
     def groups(self) -> dict[str, list[int]]:
-        children = [pid for pid in child_pids(os.getpid()) if pid not in self.tools]
+        # The broker's JVM is a child of this process too (started detached, but by it).
+        children = [pid for pid in child_pids(os.getpid()) if pid not in self.tools and pid != self.broker_pid]
         jvm = [pid for pid in children if process_name(pid) == "java"]
-        broker = broker_pid(self.broker_dir)
         return {"JVM": jvm, "Python (driver)": [os.getpid()],
                 "Spark Python workers": [pid for pid in children if pid not in jvm],
-                "broker": [broker] if broker else []}
+                "broker": [self.broker_pid] if self.broker_pid else []}
 
     def cpu_seconds(self) -> dict[str, float]:
         """CPU time used so far by each group's processes (exited ones as last seen)."""

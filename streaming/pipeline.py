@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from streaming.config import LoadSettings, Settings, format_duration
-from streaming.kafka.options import explain_data_loss, source_options
+from streaming.kafka.options import explain_kafka_failure, source_options
 from streaming.lake.checkpoints import Checkpoints
 from streaming.lake.store import Lake
 from streaming.sinks import MedallionSink
@@ -35,9 +35,11 @@ def kafka_source_options(spark: SparkSession, settings: Settings) -> dict[str, s
         fail_on_data_loss=settings.fail_on_data_loss, ride_out=settings.kafka_retry_timeout,
         starting_timestamp_ms=None if settings.replay_from is None else int(settings.replay_from.timestamp() * 1000),
         max_offsets_per_trigger=settings.max_offsets_per_trigger,
-        # A catch-up batch is cut into two waves of tasks on every core (3 partitions on 2 cores
-        # would leave one running alone); a live batch is one share (task_writes.ONE_SHARE_UP_TO).
-        min_partitions=2 * spark.sparkContext.defaultParallelism, max_records_per_partition=MAX_RECORDS_PER_SHARE)
+        # Spark cuts each partition's range of a catch-up batch into one share per core, so the
+        # shares fill whole waves (3 partitions on 2 cores would leave one running alone); a live
+        # batch is one share (task_writes.ONE_SHARE_UP_TO).
+        min_partitions=spark.sparkContext.defaultParallelism * settings.topic_partitions,
+        max_records_per_partition=MAX_RECORDS_PER_SHARE)
 
 
 def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
@@ -257,9 +259,9 @@ def short_error(error: BaseException) -> str:
     message when a task raised one; what Kafka lost and what to do), without the worker's
     traceback and the query plan."""
     text = str(error)
-    lost = explain_data_loss(text)
-    if lost:
-        return lost
+    explained = explain_kafka_failure(text)
+    if explained:
+        return explained
     ours = re.findall(r"^(?:streaming(?:\.\w+)+\.)?\w+(?:Error|Exception): (.+)$", text, re.MULTILINE)
     if ours:
         return ours[-1].strip()

@@ -18,6 +18,20 @@ class KafkaUnreachable(RuntimeError):
     pass
 
 
+MAX_SEGMENT_MS = 3_600_000
+MIN_SEGMENT_MS = 60_000  # the least Kafka 5 accepts
+
+
+def retention_config(retention_ms: int) -> dict[str, str]:
+    """retention.ms and a segment.ms that lets it act: Kafka deletes only closed segments, and
+    its default one (7 days or 1 GiB) would keep a short retention's records for days. A segment
+    rolls at a quarter of the retention, at most hourly, so records outlive it by a quarter."""
+    config = {"retention.ms": str(retention_ms)}
+    if retention_ms > 0:
+        config["segment.ms"] = str(max(MIN_SEGMENT_MS, min(retention_ms // 4, MAX_SEGMENT_MS)))
+    return config
+
+
 def wait_until_reachable(config: Mapping[str, str], timeout_s: float = 30.0) -> None:
     """Block until the cluster answers a metadata request, or raise KafkaUnreachable."""
     admin = clients.admin(config)
@@ -38,13 +52,14 @@ def wait_until_reachable(config: Mapping[str, str], timeout_s: float = 30.0) -> 
 
 def ensure_topic(config: Mapping[str, str], topic: str, partitions: int, retention_ms: int,
                  topic_config: Mapping[str, str] | None = None) -> bool:
-    """Create the topic if missing. Returns True if it was created."""
+    """Create the topic if missing, with `retention_config` under `topic_config`. Returns True if
+    it was created."""
     admin = clients.admin(config)
     if topic in admin.list_topics(timeout=10).topics:
         return False
     futures = admin.create_topics(
         [NewTopic(topic, num_partitions=partitions, replication_factor=-1,
-                  config={"retention.ms": str(retention_ms), **(topic_config or {})})],
+                  config={**retention_config(retention_ms), **(topic_config or {})})],
         operation_timeout=10,
     )
     try:

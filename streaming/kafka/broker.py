@@ -1,40 +1,47 @@
-"""The embedded Kafka broker: noida-db's Kafka service, with its data under <data-dir>/broker.
+"""The embedded Kafka broker: Apache Kafka in KRaft mode (one node, broker and controller), run
+from the jars of jars/kafka, with its data under <data-dir>/broker.
 
-noida-db keeps data in RAM and snapshots it every few seconds and on a clean `down`, so it
-is always stopped with `down`, never killed. Each snapshot is a new `kafka.json` put in place of
-the last one, so a hard link keeps the last good one while `down` writes its own.
+The JVM runs detached (a session of its own), so that a second command on the same data dir
+(`run.py load` while the app runs) reuses it: a small state file says which process and port it
+is. Kafka writes every record to its log before acknowledging it, so a killed broker loses
+nothing acknowledged; it is still stopped with SIGTERM, which closes the log cleanly and spares
+the next start a recovery scan.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import os
+import shutil
+import signal
 import socket
 import subprocess
 import time
+import uuid
 from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-SNAPSHOT = "kafka.json"
-PARSE_SNAPSHOTS_UP_TO_BYTES = 64 * 1024 * 1024  # a bigger one is checked by its end only
+STATE = "broker.json"  # {"pid", "port", "controller_port"} of the running broker
+LOG_DIRS = "kafka-logs"  # Kafka's own data: the topics and the KRaft metadata log
+SERVER_LOG = "server.log"  # the broker's log (log4j2, rotated)
+CONSOLE_LOG = "console.log"  # the JVM's stdout and stderr (a crash, an out-of-memory exit)
+MAIN_CLASS = "kafka.Kafka"
+# One node serving one app needs a small heap; the serial collector, with freed native memory
+# given back to the OS every 5 s, keeps it smallest (docs/benchmarks.md#embedded-broker-apache-kafka-440;
+# Java 17 builds older than the trim option ignore it). A JVM out of heap exits, to be seen.
+JVM_OPTIONS = ("-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:+IgnoreUnrecognizedVMOptions",
+               "-XX:TrimNativeHeapInterval=5000", "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true")
+START_TIMEOUT_S = 90.0
+STOP_TIMEOUT_S = 60.0
+# How the JVM ends when stopped: on SIGTERM (128 + 15, after Kafka's shutdown hook), or SIGKILL.
+STOPPED_CODES = (143, 0, -signal.SIGTERM, -signal.SIGKILL)
 
 
 class BrokerError(RuntimeError):
-    """The embedded broker could not be started; the message says what to do."""
-
-
-def _noida_binary() -> str:
-    try:
-        import noida_db
-    except ImportError:
-        raise BrokerError("noida-db is not installed: run `pip install -r requirements.txt`") from None
-    binary = Path(noida_db.__file__).parent / "noida-db"
-    if not binary.exists():
-        raise BrokerError(f"noida-db binary missing at {binary}: "
-                          "reinstall with `pip install --force-reinstall noida-db`")
-    return str(binary)
+    """The embedded broker could not be started or stopped; the message says what to do."""
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
@@ -47,113 +54,357 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
     return True
 
 
-def _clean_output(text: str) -> str:
-    # The binary warns about a GLIBC symbol version on this platform; it is harmless.
-    return "\n".join(line for line in text.splitlines() if "GLIBC_" not in line).strip()
+def _any_free_port(besides: int) -> int:
+    while True:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        if port != besides:
+            return port
+
+
+def new_cluster_id() -> str:
+    """A random UUID in Kafka's form (URL-safe base64, no padding); never with a leading '-',
+    which the format tool would take for an option."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
+def server_properties(log_dirs: Path, port: int, controller_port: int) -> str:
+    """One node that is broker and controller, on 127.0.0.1 only."""
+    settings = {
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
+        "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+        "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "log.dirs": str(log_dirs),
+        # One node: every internal topic has one replica.
+        "offsets.topic.replication.factor": "1",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+        "share.coordinator.state.topic.replication.factor": "1",
+        "share.coordinator.state.topic.min.isr": "1",
+        "group.initial.rebalance.delay.ms": "0",
+        # The compaction of __consumer_offsets needs a few MiB, not the 128 MiB of heap it
+        # takes by default.
+        "log.cleaner.dedupe.buffer.size": str(8 * 1024 * 1024),
+        # A short topic retention acts within a minute rather than five.
+        "log.retention.check.interval.ms": "60000",
+    }
+    return "".join(f"{key}={value}\n" for key, value in settings.items())
+
+
+def log4j2_properties(server_log: Path) -> str:
+    """Warnings and errors, and each start of the server, to a file of at most 3 x 10 MB. Each
+    line is flushed as written, so log4j's shutdown hook (which warns when the JVM stops) is off."""
+    return f"""status = warn
+shutdownHook = disable
+appender.file.type = RollingFile
+appender.file.name = file
+appender.file.fileName = {server_log}
+appender.file.filePattern = {server_log}.%i
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+appender.file.policies.type = Policies
+appender.file.policies.size.type = SizeBasedTriggeringPolicy
+appender.file.policies.size.size = 10MB
+appender.file.strategy.type = DefaultRolloverStrategy
+appender.file.strategy.max = 2
+rootLogger.level = WARN
+rootLogger.appenderRef.file.ref = file
+logger.server.name = kafka.server.KafkaRaftServer
+logger.server.level = INFO
+"""
+
+
+def _log_end(path: Path, lines: int = 15) -> str:
+    """The last lines of a log, but for Java stack frames."""
+    try:
+        with path.open("rb") as file:
+            file.seek(max(0, file.seek(0, os.SEEK_END) - 64 * 1024))
+            text = file.read().decode(errors="replace")
+    except OSError:
+        return ""
+    kept = [line for line in text.splitlines() if not line.startswith(("\tat ", "\t... "))]
+    return "\n".join(kept[-lines:])
+
+
+def is_running(pid: int) -> bool:
+    """Alive, or still ending: a killed JVM's main thread is a zombie while its other threads
+    (and the sockets they share) are torn down. A zombie alone (exited, not yet reaped by its
+    parent) is not running."""
+    try:
+        status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                      if ":" in line)
+    except OSError:
+        return False
+    return not (status.get("State", "").split()[:1] in (["Z"], ["X"]) and status.get("Threads", "").strip() == "1")
+
+
+def _command_line(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return []
+
+
+def _java() -> str:
+    from streaming.spark_session import JavaMissing, check_java
+
+    try:
+        check_java()
+    except JavaMissing as exc:
+        raise BrokerError(f"the embedded Kafka broker runs on Java too: {exc}") from None
+    java_home = os.environ.get("JAVA_HOME")
+    return str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+
+
+def _classpath() -> str:
+    from streaming import jars
+
+    try:
+        return jars.kafka_classpath(echo=log.info)
+    except jars.JarsMissing as exc:
+        raise BrokerError(str(exc)) from None
 
 
 class EmbeddedBroker:
-    """noida-db's Kafka on 127.0.0.1:<port>, reused if this data dir's broker is already up."""
+    """Apache Kafka on 127.0.0.1:<port>, reused if this data dir's broker is already up."""
 
     def __init__(self, data_dir: Path, port: int):
         self.data_dir = Path(data_dir)
         self.port = port
         self.reused = False
+        self._pid: int | None = None
+        self._process: subprocess.Popen | None = None  # when this object started the JVM
 
     @property
     def bootstrap_servers(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def _run(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [_noida_binary(), *args, "--data-dir", str(self.data_dir)],
-            capture_output=True, text=True, timeout=timeout,
-        )
+    @property
+    def pid(self) -> int | None:
+        """The broker JVM's pid once started (or found running), None before and after."""
+        return self._pid
+
+    @property
+    def _properties(self) -> Path:
+        return self.data_dir / "server.properties"
+
+    def _running_state(self) -> dict | None:
+        """The state file's contents if its process is alive and is this data dir's broker; a
+        stale file (the broker was killed, or the pid is someone else's now) counts as none."""
+        try:
+            state = json.loads((self.data_dir / STATE).read_text())
+            pid = int(state["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        command = _command_line(pid)
+        if is_running(pid) and MAIN_CLASS in command and str(self._properties) in command:
+            return state
+        return None
 
     def running_port(self) -> int | None:
         """The Kafka port of this data dir's broker if it is running, else None."""
-        if not (self.data_dir / "noida.control.json").exists():
-            return None
-        status = _clean_output(self._run("status", timeout=15).stdout)
-        for line in status.splitlines():
-            parts = line.split()
-            if len(parts) >= 3 and parts[1] == "kafka" and ":" in parts[2]:
-                return int(parts[2].rsplit(":", 1)[1])
-        return None
+        state = self._running_state()
+        return int(state["port"]) if state else None
 
     def start(self) -> None:
+        """Start the broker (formatting its storage the first time) and return once it answers."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        existing = self.running_port()
-        if existing is not None:
-            if existing != self.port:
+        state = self._running_state()
+        if state is not None:
+            if int(state["port"]) != self.port:
                 raise BrokerError(
-                    f"the broker of {self.data_dir} is already running on port {existing}, not {self.port}: "
-                    f"use --broker-port {existing}, or stop it with `noida-db down --data-dir {self.data_dir}`"
+                    f"the broker of {self.data_dir} is already running on port {state['port']}, not {self.port}: "
+                    f"use --broker-port {state['port']}, or stop it with `kill {state['pid']}`"
                 )
-            self.reused = True
+            self.reused, self._pid = True, int(state["pid"])
             log.info("reusing the embedded broker already running for %s on port %d", self.data_dir, self.port)
             return
+        self._wait_while_the_last_one_ends()
         if not port_is_free(self.port):
-            raise BrokerError(
-                f"port {self.port} is already in use, so the embedded Kafka broker cannot start: "
-                f"choose another with --broker-port N, or use that Kafka with --bootstrap-servers 127.0.0.1:{self.port}"
+            raise self._port_in_use()
+        java, classpath = _java(), _classpath()
+        controller_port = _any_free_port(besides=self.port)
+        log_dirs, log4j = self.data_dir / LOG_DIRS, self.data_dir / "log4j2.properties"
+        self._properties.write_text(server_properties(log_dirs, self.port, controller_port))
+        log4j.write_text(log4j2_properties(self.data_dir / SERVER_LOG))
+        command = [java, *JVM_OPTIONS, f"-Dlog4j2.configurationFile={log4j}", "-cp", classpath]
+        if not (log_dirs / "meta.properties").exists():
+            if (self.data_dir / "kafka.json").exists():
+                log.warning("%s holds the snapshot (kafka.json) of the embedded broker before Apache Kafka, which is "
+                            "not carried over: the topic starts empty, and what the pipeline had read is in bronze. "
+                            "Delete the file once you no longer need it.", self.data_dir)
+            self._format(command)
+        began = time.monotonic()
+        with (self.data_dir / CONSOLE_LOG).open("wb") as console:
+            self._process = subprocess.Popen(
+                [*command, MAIN_CLASS, str(self._properties)], cwd=self.data_dir,
+                stdin=subprocess.DEVNULL, stdout=console, stderr=subprocess.STDOUT, start_new_session=True,
             )
-        result = self._run("up", "--only", "kafka", "--kafka-port", str(self.port))
+        self._pid = self._process.pid
+        (self.data_dir / STATE).write_text(json.dumps(
+            {"pid": self._pid, "port": self.port, "controller_port": controller_port}) + "\n")
+        try:
+            self._wait_until_up(began + START_TIMEOUT_S)
+        except BrokerError:
+            self._end(self._pid, quiet=True)
+            (self.data_dir / STATE).unlink(missing_ok=True)
+            self._pid, self._process = None, None
+            raise
+        log.info("embedded Kafka broker up in %.1f s (pid %d)", time.monotonic() - began, self._pid)
+
+    def _wait_while_the_last_one_ends(self, timeout_s: float = 15) -> None:
+        """A broker just killed holds its port until all its threads are gone."""
+        try:
+            pid = int(json.loads((self.data_dir / STATE).read_text())["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return
+        deadline = time.monotonic() + timeout_s
+        while is_running(pid) and not any(_command_line(pid)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+    def _port_in_use(self) -> BrokerError:
+        return BrokerError(
+            f"port {self.port} is already in use, so the embedded Kafka broker cannot start: "
+            f"choose another with --broker-port N, or use that Kafka with --bootstrap-servers 127.0.0.1:{self.port}"
+        )
+
+    def _format(self, command: list[str]) -> None:
+        result = subprocess.run(
+            [*command, "kafka.tools.StorageTool", "format", "-t", new_cluster_id(), "-c", str(self._properties)],
+            cwd=self.data_dir, capture_output=True, text=True, timeout=120,
+        )
         if result.returncode != 0:
-            detail = _clean_output(result.stdout + "\n" + result.stderr)
-            if "already in use" in detail:
-                raise BrokerError(
-                    f"port {self.port} is already in use, so the embedded Kafka broker cannot start: "
-                    "choose another with --broker-port N"
-                )
-            raise BrokerError(f"the embedded Kafka broker did not start:\n{detail}")
+            raise BrokerError(f"could not format the embedded broker's storage in {self.data_dir}:\n"
+                              + (result.stderr + result.stdout).strip()[-3000:])
+
+    def _wait_until_up(self, deadline: float) -> None:
+        """Until the broker answers a metadata request and gives an idempotent producer its id;
+        a broker that exits or never answers is a BrokerError with the end of its log."""
+        from confluent_kafka import KafkaException
+
+        from streaming.kafka import clients
+
+        admin = None
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise self._failed(f"exited with code {self._process.returncode}")
+            if admin is None:
+                with socket.socket() as sock:  # until the port listens, librdkafka would log each refusal
+                    sock.settimeout(1)
+                    if sock.connect_ex(("127.0.0.1", self.port)) == 0:
+                        admin = clients.admin({"bootstrap.servers": self.bootstrap_servers})
+            if admin is not None:
+                try:
+                    if admin.list_topics(timeout=2).brokers:
+                        break
+                except KafkaException:
+                    pass
+            time.sleep(0.2)
+        else:
+            raise self._failed(f"did not answer within {START_TIMEOUT_S:.0f} s")
+        self._wait_for_a_producer_id(deadline)
+
+    def _wait_for_a_producer_id(self, deadline: float) -> None:
+        """A new broker makes the first idempotent producer wait for its id ('Coordinator load in
+        progress', a warning and seconds of backoff): a quiet producer of its own takes that wait."""
+        from confluent_kafka import Producer
+
+        quiet = logging.getLogger(__name__ + ".warm-up")
+        quiet.setLevel(logging.CRITICAL)
+        states: list[str] = []
+        producer = Producer({
+            "bootstrap.servers": self.bootstrap_servers, "enable.idempotence": True, "logger": quiet,
+            "retry.backoff.ms": 50, "retry.backoff.max.ms": 200, "statistics.interval.ms": 100,
+            "stats_cb": lambda stats: states.append(json.loads(stats).get("eos", {}).get("idemp_state")),
+        })
+        while not states or states[-1] != "Assigned":
+            if self._process.poll() is not None:
+                raise self._failed(f"exited with code {self._process.returncode}")
+            if time.monotonic() > deadline:
+                raise self._failed(f"gave no producer id within {START_TIMEOUT_S:.0f} s")
+            producer.poll(0.05)
+
+    def _failed(self, what: str) -> BrokerError:
+        logs = (_log_end(self.data_dir / name) for name in (SERVER_LOG, CONSOLE_LOG))
+        detail = "\n".join(text for text in logs if text)
+        if "Address already in use" in detail:
+            return self._port_in_use()
+        return BrokerError(f"the embedded Kafka broker {what} (its log: {self.data_dir / SERVER_LOG}):\n{detail}")
 
     def stop(self) -> None:
-        """Stop cleanly so the last writes are snapshotted to disk, and check that they were.
-        Raises BrokerError, saying what is kept and what to do, when the save failed."""
-        snapshot, kept = self.data_dir / SNAPSHOT, self.data_dir / (SNAPSHOT + ".before-stop")
-        if snapshot.exists():
-            kept.unlink(missing_ok=True)
-            os.link(snapshot, kept)
-        began = time.time()
-        try:
-            result = self._run("down", timeout=60)
-        except subprocess.TimeoutExpired:
-            raise BrokerError(f"the embedded broker did not stop within 60 s; its data dir is {self.data_dir}") \
-                from None
-        problem = None if result.returncode == 0 else _clean_output(result.stdout + result.stderr)
-        problem = problem or snapshot_problem(snapshot, began)
-        if problem is None:
-            kept.unlink(missing_ok=True)
-            return
-        if kept.exists():
-            if snapshot.exists() and os.path.samefile(kept, snapshot):
-                kept.unlink()  # nothing replaced it
-            else:
-                os.replace(kept, snapshot)  # the broker starts again from the last good snapshot
-            saved_at = time.strftime("%H:%M:%S", time.gmtime(snapshot.stat().st_mtime))
-            outcome = (f"its last good snapshot (saved at {saved_at} UTC) is kept, so the records acknowledged "
-                       "after it are lost")
+        """SIGTERM (a controlled shutdown that closes the log), then SIGKILL after STOP_TIMEOUT_S
+        as a last resort: Kafka recovers its log at the next start. Stops this data dir's broker
+        even when another command started it. Raises BrokerError if it cannot be stopped, or if
+        the broker this object started ended by itself (a full disk, a crash)."""
+        own = self._process
+        ended_before = own.poll() if own is not None else None
+        if own is not None and ended_before is None:
+            pid = own.pid
         else:
-            outcome = "no earlier snapshot exists, so its records are lost"
-        raise BrokerError(f"the embedded broker could not save its data in {self.data_dir} ({problem}): {outcome}. "
-                          f"Free space there (df -h {self.data_dir}) before starting again; the pipeline reads on "
-                          "from what the broker holds (docs/operations.md#when-kafka-loses-records).")
+            state = self._running_state()
+            pid = int(state["pid"]) if state else None
+        if pid is not None:
+            began = time.monotonic()
+            if self._end(pid):
+                log.info("embedded Kafka broker stopped in %.1f s", time.monotonic() - began)
+        if self._running_state() is None:
+            (self.data_dir / STATE).unlink(missing_ok=True)
+        self._pid, self._process = None, None
+        if own is not None and own.returncode not in STOPPED_CODES:
+            raise self._ended_by_itself(own.returncode, before_stop=ended_before is not None)
 
+    def _ended_by_itself(self, code: int, before_stop: bool) -> BrokerError:
+        how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+        when = " before it was asked to stop, so Kafka was unreachable from then on" if before_stop else ""
+        full = "No space left" in _log_end(self.data_dir / SERVER_LOG, 1000)
+        advice = (f" Its disk is full: free space there (df -h {self.data_dir}) before starting again; the records "
+                  "it acknowledged are kept." if full else "")
+        return BrokerError(f"the embedded Kafka broker ended by itself ({how}){when}.{advice} The end of its log "
+                           f"({self.data_dir / SERVER_LOG}):\n{_log_end(self.data_dir / SERVER_LOG)}")
 
-def snapshot_problem(snapshot: Path, written_after: float) -> str | None:
-    """Why the snapshot `down` should just have written is not a whole one, or None."""
-    try:
-        stat = snapshot.stat()
-        if stat.st_mtime < written_after - 1:
-            return "no new snapshot was written"
-        if stat.st_size <= PARSE_SNAPSHOTS_UP_TO_BYTES:
-            json.loads(snapshot.read_bytes())
-            return None
-        with snapshot.open("rb") as file:
-            file.seek(-64, os.SEEK_END)
-            return None if file.read().rstrip().endswith(b"}") else "the snapshot is cut short"
-    except FileNotFoundError:
-        return "no snapshot was written"
-    except (OSError, ValueError) as exc:
-        return f"the snapshot is unreadable: {exc}"
+    def _end(self, pid: int, quiet: bool = False) -> bool:
+        """SIGTERM, wait, SIGKILL. True if it stopped on SIGTERM."""
+        try:
+            os.kill(pid, signal.SIGTERM)
+            os.kill(pid, signal.SIGCONT)  # a stopped process would not act on SIGTERM
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            raise BrokerError(f"not allowed to stop the embedded broker (pid {pid}) of {self.data_dir}") from None
+        if self._wait_for_exit(pid, STOP_TIMEOUT_S):
+            return True
+        if not quiet:
+            log.warning("the embedded broker (pid %d) did not stop within %.0f s of SIGTERM: killing it; Kafka "
+                        "recovers its log at the next start (see %s)", pid, STOP_TIMEOUT_S,
+                        self.data_dir / SERVER_LOG)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        if not self._wait_for_exit(pid, 15):
+            raise BrokerError(f"the embedded broker (pid {pid}) of {self.data_dir} did not end even on SIGKILL: "
+                              "its port and data dir stay taken until it does")
+        return False
+
+    def _wait_for_exit(self, pid: int, timeout_s: float) -> bool:
+        if self._process is not None and self._process.pid == pid:
+            try:
+                self._process.wait(timeout_s)
+                return True
+            except subprocess.TimeoutExpired:
+                return False
+        deadline = time.monotonic() + timeout_s
+        while is_running(pid):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+        return True

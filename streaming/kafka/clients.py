@@ -2,8 +2,7 @@
 producer's idempotent defaults, and the one end-offsets lookup.
 
 Consumers here never subscribe: they ask for metadata and offsets, or assign a known offset
-range and close. The embedded broker has no fetch long-poll, so an idle subscribed consumer
-would spin (see ../shared/PLATFORM.md).
+range and close, so no consumer group holds our progress and no idle consumer is left polling.
 """
 
 from __future__ import annotations

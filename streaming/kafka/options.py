@@ -146,6 +146,23 @@ WHAT_TO_DO = ("Records read before are in bronze. To read on from what the broke
               "(docs/operations.md#when-kafka-loses-records)")
 
 
+UNREACHABLE = re.compile(r"org\.apache\.kafka\.common\.errors\.(?:TimeoutException|DisconnectException): ?"
+                         r"(?P<what>[^\n]*)")
+
+
+def explain_kafka_failure(error_text: str) -> str | None:
+    """A query's failure that Kafka caused, said in the operator's terms (what was lost, or that
+    Kafka did not answer, and what to do); None for another error."""
+    lost = explain_data_loss(error_text)
+    if lost is not None:
+        return lost
+    unreachable = UNREACHABLE.search(error_text)
+    if unreachable is not None:
+        return (f"cannot reach Kafka: no answer within --kafka-retry-timeout ({unreachable['what'].strip()}). "
+                "Check that the broker is up and the client settings")
+    return None
+
+
 def explain_data_loss(error_text: str) -> str | None:
     """Spark's data-loss failure -> what was lost and what to do, or None for another error."""
     changed = OFFSET_CHANGED.search(error_text)

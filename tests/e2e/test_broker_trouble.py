@@ -27,7 +27,7 @@ STALL_S = 60  # as long as the stall that used to fail the pipeline for good
 def own_broker(tmp_path):
     broker = EmbeddedBroker(tmp_path / "own-broker", free_port())
     broker.start()
-    pid = json.loads((broker.data_dir / "noida.control.json").read_text())["pid"]
+    pid = broker.pid
     try:
         wait_until_reachable({"bootstrap.servers": broker.bootstrap_servers})
         yield broker, pid

@@ -4,11 +4,11 @@ import json
 import socket
 import urllib.request
 
+import pyspark
 import pytest
 from deltalake import DeltaTable
 
 from bench.sampling import child_pids
-from streaming.kafka.admin import wait_until_reachable
 from streaming.kafka.broker import EmbeddedBroker
 from tests.support.corpus import trade
 from tests.support.kafka import TopicWriter, free_port
@@ -28,9 +28,7 @@ def command_line(pid: int) -> str:
 def stray_broker_guard(tmp_path):
     """If run.py dies uncleanly, stop the broker it left in the data dir."""
     yield
-    broker_dir = tmp_path / "data" / "broker"
-    if (broker_dir / "noida.control.json").exists():
-        EmbeddedBroker(broker_dir, 0).stop()
+    EmbeddedBroker(tmp_path / "data" / "broker", 0).stop()  # its state file says which process, if any
 
 
 def test_headless_run_fills_gold_from_produced_trades_and_exits_0_on_sigterm(tmp_path, stray_broker_guard):
@@ -40,7 +38,7 @@ def test_headless_run_fills_gold_from_produced_trades_and_exits_0_on_sigterm(tmp
     try:
         app.wait_for_line("topic 'trades' created")
         app.wait_for_line("with --conf spark.driver.memory")  # the key only: a value may be a secret
-        app.wait_for_line(" up in ")  # "Spark 4.x.y up in 9.8 s": the JVM runs
+        app.wait_for_line(f"Spark {pyspark.__version__} up in ")  # the JVM runs
         assert "700m" not in app.output
         jvm = next(command_line(pid) for pid in child_pids(app.proc.pid) if "-Xmx700m" in command_line(pid))
         assert "-XX:+UseSerialGC" in jvm  # the driver holds no batch: a small collector (operations.md)
@@ -159,19 +157,6 @@ def test_an_unreachable_kafka_is_a_clear_error(tmp_path):
                 "--bootstrap-servers", f"127.0.0.1:{free_port()}")
     assert app.wait(90) == 1
     assert "cannot reach Kafka at 127.0.0.1" in app.output and "Traceback" not in app.output
-
-
-def test_the_embedded_broker_of_a_data_dir_is_reused_when_still_running(tmp_path):
-    port = free_port()
-    first = EmbeddedBroker(tmp_path / "broker", port)
-    first.start()
-    try:
-        wait_until_reachable({"bootstrap.servers": first.bootstrap_servers})
-        second = EmbeddedBroker(tmp_path / "broker", port)
-        second.start()
-        assert second.reused
-    finally:
-        first.stop()
 
 
 def test_missing_java_is_a_clear_error(tmp_path):

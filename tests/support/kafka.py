@@ -1,11 +1,13 @@
-"""Kafka for the tests: a free port, an embedded broker, a topic, a writer, and reads of a
-known offset range (the embedded broker has no fetch long-poll, so never an idle subscription)."""
+"""Kafka for the tests: a free port, an embedded broker (and its SIGKILL), a topic, a writer, and
+reads of a known offset range (bounded: a test never waits on an idle subscription)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import logging
+import os
+import signal
 import socket
 import time
 import uuid
@@ -15,7 +17,7 @@ from typing import Iterator
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from streaming.kafka.admin import ensure_topic, wait_until_reachable
-from streaming.kafka.broker import EmbeddedBroker
+from streaming.kafka.broker import EmbeddedBroker, is_running
 
 LOGGER = logging.getLogger("tests.kafka")
 # Room for the over-1-MiB record of the bad-input corpus (the broker default is 1 MB).
@@ -30,7 +32,7 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def running_broker(data_dir: Path) -> Iterator[EmbeddedBroker]:
-    """An embedded broker on a free port of 127.0.0.1, stopped cleanly (a killed one loses data)."""
+    """An embedded broker on a free port of 127.0.0.1, stopped at the end."""
     embedded = EmbeddedBroker(data_dir, free_port())
     embedded.start()
     try:
@@ -38,6 +40,17 @@ def running_broker(data_dir: Path) -> Iterator[EmbeddedBroker]:
         yield embedded
     finally:
         embedded.stop()
+
+
+def kill_broker(broker: EmbeddedBroker, timeout_s: float = 10) -> None:
+    """SIGKILL the broker's JVM and wait until it has ended, all its threads and sockets."""
+    pid = broker.pid
+    assert pid is not None, "the broker is not running"
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + timeout_s
+    while is_running(pid):
+        assert time.monotonic() < deadline, f"the broker (pid {pid}) was still alive {timeout_s} s after SIGKILL"
+        time.sleep(0.05)
 
 
 def new_topic(bootstrap: str, prefix: str = "trades", partitions: int = 3, **topic_config: str) -> str:

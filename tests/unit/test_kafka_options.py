@@ -9,6 +9,7 @@ import pytest
 from streaming.kafka.options import (
     KafkaOptionsError,
     explain_data_loss,
+    explain_kafka_failure,
     java_client_options,
     offset_retries,
     sink_options,
@@ -87,3 +88,13 @@ def test_sparks_data_loss_failure_says_which_offsets_went_and_what_to_do():
                              "offset 5 (GroupId: g, TopicPartition: t-0).")
     assert aged.startswith("Kafka no longer holds records the query expects (Cannot fetch offset 5")
     assert explain_data_loss("java.lang.OutOfMemoryError") is None
+
+
+def test_kafka_not_answering_is_said_as_such_and_other_errors_are_left_alone():
+    spark_text = ("py4j...StreamingQueryException: [STREAM_FAILED] ...\nCaused by: "
+                  "org.apache.kafka.common.errors.TimeoutException: Timed out waiting for a node assignment. "
+                  "Call: listNodes\n\tat org.apache...")
+    said = explain_kafka_failure(spark_text)
+    assert said.startswith("cannot reach Kafka: no answer within --kafka-retry-timeout (Timed out waiting")
+    assert explain_kafka_failure("Reason: Partition t-0 offset was changed from 2 to 0.").startswith("Kafka partition")
+    assert explain_kafka_failure("ZeroDivisionError: division by zero") is None
