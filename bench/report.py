@@ -20,8 +20,9 @@ from streaming.config import duration_text
 
 log = logging.getLogger("bench")
 COMMAND = "python -m bench"
-# A section another command measures (python -m bench.broker_soak): a bench run carries it over.
-KEPT_SECTION = "## Embedded broker: "
+# Sections other commands measure (python -m bench.broker_soak, python -m bench.delta_writers):
+# a bench run carries them over.
+KEPT_SECTIONS = ("## Embedded broker: ", "## Delta writers: ")
 
 
 def summary_line(results: Results) -> str:
@@ -44,12 +45,14 @@ def write(results: Results, args: argparse.Namespace) -> Path:
 
 
 def kept_section(page: str) -> str:
-    """The page's KEPT_SECTION, up to the next section, or ""."""
-    start = page.find("\n" + KEPT_SECTION)
-    if start < 0:
-        return ""
-    end = page.find("\n## ", start + 1)
-    return page[start + 1:end if end >= 0 else len(page)].rstrip("\n") + "\n"
+    """The page's KEPT_SECTIONS, each up to the next section, or ""."""
+    kept = []
+    for heading in KEPT_SECTIONS:
+        start = page.find("\n" + heading)
+        if start >= 0:
+            end = page.find("\n## ", start + 1)
+            kept.append(page[start + 1:end if end >= 0 else len(page)].rstrip("\n") + "\n")
+    return "\n".join(kept)
 
 
 def machine() -> dict[str, str]:
