@@ -127,6 +127,7 @@ class Reconciler:
         self.spark = spark
         self.settings = settings
         self.lake = lake or Lake(settings.data_dir, settings.storage_options)
+        self.spark_lake = SparkLake(self.lake, spark)
         self.checkpoint = Checkpoints(settings.checkpoint_dir, spark).query(MEDALLION_QUERY)
 
     def watermark(self) -> datetime | None:
@@ -147,7 +148,7 @@ class Reconciler:
     def recompute(self, start: datetime, end: datetime, offsets: dict[tuple[str, int], int]) -> pd.DataFrame:
         """Windows from silver's trades with event time in [start, end) and Kafka offsets before
         `offsets`, by the streaming logic."""
-        trades = (SparkLake(self.lake, self.spark).frame(SILVER)
+        trades = (self.spark_lake.frame(SILVER)
                   .where((F.col("event_time") >= start) & (F.col("event_time") < end) & counted_before(offsets))
                   .select("trade_id", "side", "amount", "event_time"))
         summary = gold.trade_summary(trades, self.settings.window).toArrow()
@@ -216,14 +217,13 @@ class Reconciler:
             # A backfill is not a stream batch: any new, larger version.
             batch = Batch(BACKFILL_QUERY_ID, time.time_ns() // 1000)
             # Spark-side work, so delta-spark MERGEs, recording the batch as the stream's writes do.
-            spark_lake = SparkLake(self.lake, self.spark)
-            spark_lake.publish(CORRECTIONS, self.spark.createDataFrame(corrections), batch)
-            spark_lake.publish(GOLD, self.spark.createDataFrame(rows), batch)
+            self.spark_lake.publish(CORRECTIONS, self.spark.createDataFrame(corrections), batch)
+            self.spark_lake.publish(GOLD, self.spark.createDataFrame(rows), batch)
             # The too-late trades now in gold: later differences are explained by the others.
             folded = self._too_late(first, last, offsets)
             folded = folded[folded["window_start"].isin(chosen) & folded["backfilled_at"].isna()]
             if not folded.empty:
                 folded = pa.Table.from_pandas(folded.assign(backfilled_at=now), schema=LATE_TRADES.schema,
                                               preserve_index=False)
-                spark_lake.publish(LATE_TRADES, self.spark.createDataFrame(folded), batch, write=Write.UPSERT)
+                self.spark_lake.publish(LATE_TRADES, self.spark.createDataFrame(folded), batch, write=Write.UPSERT)
         return report

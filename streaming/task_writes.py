@@ -106,10 +106,6 @@ class ShareWriter:
             results = list(self.write_parsed(pa.concat_tables(parsed))) if parsed else []
         yield from results
 
-    def write_share(self, records: pa.Table) -> Iterator[pa.RecordBatch]:
-        """Kafka records (the source's columns) -> the tables' files and the driver's results."""
-        return self.write_parsed(silver.parse_records(records))
-
     def write_parsed(self, rows: pa.Table) -> Iterator[pa.RecordBatch]:
         """The share's records parsed (silver.parse_records) -> the tables' files and the driver's results."""
         if rows.num_rows == 0:
