@@ -32,7 +32,7 @@ from dashboard.data import (
     trading_days,
     window_length,
 )
-from dashboard.layout import MAX_BEYOND_MINUTES
+from streaming.config import MAX_BEYOND_MINUTES, MAX_RATE, MIN_RATE
 from streaming.lake.store import Lake
 from streaming.lake.tables import GOLD
 
@@ -376,8 +376,8 @@ def validate_rate(rate) -> str | None:
 def parse_rate(rate) -> float | str:
     """The rate as a number of trades per second, or a message saying what is wrong."""
     value = _number(rate)
-    if value is None or not 0.1 <= value <= 100_000:
-        return "Enter a rate between 0.1 and 100,000 trades per second."
+    if value is None or not MIN_RATE <= value <= MAX_RATE:
+        return f"Enter a rate between {MIN_RATE:g} and {MAX_RATE:,.0f} trades per second."
     return value
 
 

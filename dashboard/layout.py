@@ -5,7 +5,7 @@ from __future__ import annotations
 from dash import dcc, html
 
 from dashboard import ids
-from streaming.config import Simulation
+from streaming.config import MAX_BEYOND_MINUTES, MAX_RATE, MIN_RATE, Simulation
 
 
 def _number(id_: str, value, low: float, high: float, step, disabled: bool) -> dcc.Input:
@@ -13,7 +13,6 @@ def _number(id_: str, value, low: float, high: float, step, disabled: bool) -> d
                      debounce=True, className="number-input")
 
 
-MAX_BEYOND_MINUTES = 24 * 60
 # How often the channel and symbol options are refreshed from silver (and once at page load).
 # Slower than the data tick: they change rarely, and finding them reads silver.
 FILTER_REFRESH_MS = 30_000
@@ -123,7 +122,7 @@ def producer_controls(producer_enabled: bool | None, rate: float | None) -> html
         dcc.Checklist(id=ids.PRODUCER_SWITCH, className="switch",
                       options=[{"label": " Simulation running", "value": "on", "disabled": not available}],
                       value=["on"] if producer_enabled else []),
-        html.Label(["Trades per second ", _number(ids.RATE_INPUT, rate, 0.1, 100_000, "any", not available)]),
+        html.Label(["Trades per second ", _number(ids.RATE_INPUT, rate, MIN_RATE, MAX_RATE, "any", not available)]),
         html.Button("Apply", id=ids.RATE_APPLY, n_clicks=0, disabled=not available),
         html.Span(id=ids.CONTROL_MESSAGE, className="control-message", role="status"),
     ])

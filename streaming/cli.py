@@ -12,6 +12,8 @@ from typing import Mapping, Sequence
 
 from streaming.config import (
     CLEAN_SOURCE_MODES,
+    MAX_RATE,
+    MIN_RATE,
     LoadSettings,
     Settings,
     Simulation,
@@ -77,8 +79,9 @@ def _rate(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 0 < value <= 100_000:
-        raise argparse.ArgumentTypeError(f"expected a rate between 0 and 100000 trades/s, got {text!r}")
+    if not MIN_RATE <= value <= MAX_RATE:
+        raise argparse.ArgumentTypeError(
+            f"expected a rate between {MIN_RATE:g} and {MAX_RATE:.0f} trades/s, got {text!r}")
     return value
 
 

@@ -101,6 +101,12 @@ class Simulation:
     seed: int | None = None
 
 
+# The knobs' limits, for the command line, the page and the simulator alike.
+MIN_RATE = 0.1  # trades per second
+MAX_RATE = 100_000.0
+MAX_BEYOND_MINUTES = 24 * 60  # how far beyond the watermark a too-late trade can be sent
+
+
 @dataclass(frozen=True)
 class KafkaTarget:
     """Where a command talks to Kafka: the fields and helpers every command shares."""
