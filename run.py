@@ -4,7 +4,7 @@
 
 import sys
 
-from streaming.app import main
+from streaming.run.app import main
 
 
 def create_dashboard(*args):

@@ -20,8 +20,8 @@ import sys
 from pathlib import Path
 
 from bench import phases, report
-from streaming.cli import add_spark_conf_argument, duration_argument
 from streaming.config import Settings, duration_text
+from streaming.run.cli import add_spark_conf_argument, duration_argument
 
 log = logging.getLogger("bench")
 REPO_ROOT = Path(__file__).resolve().parent.parent

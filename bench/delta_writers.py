@@ -63,17 +63,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
-from streaming import silver
-from streaming.cli import add_spark_conf_argument
 from streaming.config import Settings, Simulation
-from streaming.gold import window_sums
 from streaming.lake import tables
 from streaming.lake.files import write_file
 from streaming.lake.store import Batch, Lake
 from streaming.lake.tables import UTC_TIME, Write
-from streaming.lateness import too_late
+from streaming.medallion import silver
+from streaming.medallion.gold import window_sums
+from streaming.medallion.lateness import too_late
+from streaming.run.cli import add_spark_conf_argument
 from streaming.simulation.market import SYMBOLS, late_delay, make_trade
-from streaming.sinks import gold_rows
+from streaming.sink.medallion_sink import gold_rows
 
 log = logging.getLogger("bench.delta_writers")
 
@@ -327,7 +327,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    from streaming.spark_session import create_spark
+    from streaming.run.spark_session import create_spark
 
     started = time.monotonic()
     log.info("making %d batches of %d trades", args.warmup + args.batches, args.trades)

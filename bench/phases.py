@@ -96,7 +96,7 @@ def batch_stats(progress: list[dict]) -> tuple[dict, float, float]:
 def catch_up(spark, settings: Settings, oracle: Oracle, what: str) -> tuple[float, float, dict]:
     """Run the pipeline over a preloaded topic until it has read everything; check gold.
     Returns (sustained trades/s, end-to-end trades/s, per-query batch stats)."""
-    from streaming.pipeline import Pipeline
+    from streaming.jobs.pipeline import Pipeline
 
     pipeline = Pipeline(spark, settings)
     began = time.time()
@@ -149,7 +149,7 @@ def latencies(produced: list[float], seen: list[tuple[float, int]], offset: int)
 
 
 def run_freshness(spark, settings: Settings, rate: float, seconds: float, results: Results) -> None:
-    from streaming.pipeline import Pipeline
+    from streaming.jobs.pipeline import Pipeline
 
     bootstrap, topic = settings.kafka_bootstrap, settings.topic
     pipeline = Pipeline(spark, settings)
@@ -277,7 +277,7 @@ def run(args: argparse.Namespace) -> Results:
             ensure_topic(kafka_config(bootstrap), topic, PARTITIONS,
                          FRESH_RETENTION_MS if topic == "bench-fresh" else TOPIC_RETENTION_MS)
 
-        from streaming.spark_session import create_spark
+        from streaming.run.spark_session import create_spark
 
         log.info("starting Spark (%s) ...", args.master)
         began = time.perf_counter()

@@ -11,10 +11,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streaming.gold import MEASURES, window_sums
 from streaming.lake.store import Lake, before_offsets, quote, sql_literal
 from streaming.lake.tables import BATCH_WATERMARKS, BRONZE, GOLD, LATE_TRADES, QUARANTINE, SILVER, Table
-from streaming.sinks import GOLD_WRITES
+from streaming.medallion.gold import MEASURES, window_sums
+from streaming.sink.medallion_sink import GOLD_WRITES
 
 GOLD_COLUMNS = ["window_start", "window_end", "buy_amount", "sell_amount", "settlement_amount",
                 "trade_count", "revision", "updated_at"]

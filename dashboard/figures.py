@@ -8,7 +8,7 @@ from itertools import accumulate
 import pandas as pd
 
 from dashboard import ids
-from streaming.health import catch_up_line, kafka_trouble
+from streaming.run.health import catch_up_line, kafka_trouble
 
 # The seed's meaning: buy blue, sell orange, settlement grey (a colour-blind-safe pair + grey).
 BUY_COLOR = "#1f77b4"

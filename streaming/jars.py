@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
 import shutil
 import subprocess
@@ -129,6 +130,26 @@ def main() -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+class JavaMissing(RuntimeError):
+    pass
+
+
+def check_java() -> str:
+    """Return `java -version`'s first line, or raise JavaMissing with how to fix it."""
+    java_home = os.environ.get("JAVA_HOME")
+    java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+    if not java or not Path(java).exists():
+        raise JavaMissing(
+            "Java is required by Spark but `java` was not found"
+            + (f" under JAVA_HOME={java_home}" if java_home else " on PATH")
+            + ". Install a JDK 17 (Debian: apt-get install -y openjdk-17-jre-headless) or set JAVA_HOME."
+        )
+    out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+    if out.returncode != 0:
+        raise JavaMissing(f"`{java} -version` failed: {out.stderr.strip()}")
+    return (out.stderr or out.stdout).splitlines()[0]
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ def writer(broker, topic) -> TopicWriter:
 
 @pytest.fixture(scope="session")
 def spark():
-    from streaming.spark_session import create_spark
+    from streaming.run.spark_session import create_spark
 
     session = create_spark("local[2]", app_name="trade-summary-tests", shuffle_partitions=2)
     yield session

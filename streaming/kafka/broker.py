@@ -155,7 +155,7 @@ def _command_line(pid: int) -> list[str]:
 
 
 def _java() -> str:
-    from streaming.spark_session import JavaMissing, check_java
+    from streaming.jars import JavaMissing, check_java
 
     try:
         check_java()

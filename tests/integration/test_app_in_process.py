@@ -1,11 +1,11 @@
-"""The app's lifecycle (streaming.app.App) run inside the test process, as `python run.py
+"""The app's lifecycle (streaming.run.app.App) run inside the test process, as `python run.py
 --no-dashboard --available-now` would run it, on the session's broker and SparkSession."""
 
 import signal
 
-from streaming.app import App
-from streaming.cli import parse_settings
 from streaming.lake.tables import QUARANTINE
+from streaming.run.app import App
+from streaming.run.cli import parse_settings
 from tests.support.corpus import DAY, trade
 from tests.support.harness import StreamTest
 

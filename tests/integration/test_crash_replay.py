@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 
 from dashboard.data import exactly_once_evidence
+from streaming.jobs.pipeline import MEDALLION_QUERY
 from streaming.lake.store import Lake
 from streaming.lake.tables import BATCH_WATERMARKS, BRONZE, CORRECTIONS, GOLD, LATE_TRADES, QUARANTINE, SILVER
-from streaming.pipeline import MEDALLION_QUERY
-from streaming.sinks import MedallionSink
+from streaming.sink.medallion_sink import MedallionSink
 from tests.support.corpus import DAY, trade
 
 TABLES = (BRONZE, SILVER, QUARANTINE, GOLD, BATCH_WATERMARKS, CORRECTIONS, LATE_TRADES)

@@ -8,9 +8,9 @@ import time
 import pytest
 from confluent_kafka.admin import AdminClient
 
+from streaming.jobs.pipeline import short_error
 from streaming.kafka.admin import ensure_topic
 from streaming.lake.tables import BRONZE, SILVER
-from streaming.pipeline import short_error
 from tests.support.corpus import DAY, trade
 from tests.support.kafka import TopicWriter
 

@@ -5,7 +5,7 @@ Window 15 minutes, watermark 30 minutes.
 """
 
 from streaming.lake.tables import BATCH_WATERMARKS, CORRECTIONS, GOLD, LATE_TRADES, QUARANTINE, SILVER
-from streaming.lateness import too_late_trades
+from streaming.medallion.lateness import too_late_trades
 from tests.support.corpus import DAY, trade
 from tests.support.harness import StreamTest
 

@@ -4,7 +4,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from streaming import gold
+from streaming.medallion import gold
 
 WINDOW, WATERMARK = timedelta(minutes=15), timedelta(minutes=30)
 

@@ -7,8 +7,8 @@ import time
 import pytest
 
 from streaming.config import LoadSettings, Settings, UsageError
+from streaming.jobs.loader import CORRUPT_COLUMN, TRADE_FILE_SCHEMA, check_filter, start_load_query, to_kafka_records
 from streaming.lake.tables import QUARANTINE, SILVER
-from streaming.loader import CORRUPT_COLUMN, TRADE_FILE_SCHEMA, check_filter, start_load_query, to_kafka_records
 from tests.support.corpus import DAY, trade
 from tests.support.harness import StreamTest
 from tests.support.kafka import count_since, read_topic

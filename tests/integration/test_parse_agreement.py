@@ -4,7 +4,7 @@ a bad record, the same typed trade for a good one."""
 
 import pyarrow as pa
 
-from streaming import silver
+from streaming.medallion import silver
 from tests.support.corpus import BAD, EDGE, GOOD, raw
 
 KAFKA_COLUMNS = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp"

@@ -9,8 +9,8 @@ import pandas as pd
 from dashboard import ids
 from dashboard.app import create_app
 from dashboard.client import call, store_snapshot
+from streaming.jobs.reconcile import BACKFILL_QUERY_ID, Reconciler
 from streaming.lake.tables import CORRECTIONS, GOLD, LATE_TRADES
-from streaming.reconcile import BACKFILL_QUERY_ID, Reconciler
 from tests.support.corpus import DAY, trade
 
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from streaming import silver
+from streaming.medallion import silver
 from tests.support.corpus import BAD, GOOD
 
 KAFKA_COLUMNS = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp"

@@ -5,7 +5,7 @@ from datetime import datetime, timedelta, timezone
 
 import pyarrow as pa
 
-from streaming.gold import trade_summary, window_sums
+from streaming.medallion.gold import trade_summary, window_sums
 
 UTC = timezone.utc
 WINDOW, WATERMARK = timedelta(minutes=15), timedelta(minutes=30)

@@ -1,5 +1,5 @@
 """The pipeline as a test script, in the spirit of Spark's StreamTest (AddData, ProcessAllAvailable,
-CheckAnswer, StopStream, StartStream), over the real thing: `streaming.pipeline.Pipeline` on the
+CheckAnswer, StopStream, StartStream), over the real thing: `streaming.jobs.pipeline.Pipeline` on the
 session's SparkSession, a real topic, real Delta tables.
 
     stream = StreamTest(spark, settings, writer)
@@ -20,10 +20,10 @@ import pandas as pd
 from deltalake import DeltaTable
 
 from streaming.config import Settings
+from streaming.jobs.pipeline import MEDALLION_QUERY, Pipeline
 from streaming.lake.checkpoints import Checkpoints
 from streaming.lake.store import Lake
 from streaming.lake.tables import GOLD, Table
-from streaming.pipeline import MEDALLION_QUERY, Pipeline
 
 
 class StreamTest:

@@ -4,7 +4,7 @@ from datetime import datetime, timedelta, timezone
 
 import pandas as pd
 
-from streaming.corrections import find_corrections
+from streaming.medallion.corrections import find_corrections
 
 UTC = timezone.utc
 T = lambda hm: pd.Timestamp(f"2026-03-02 {hm}", tz="UTC")  # noqa: E731

@@ -265,8 +265,8 @@ def test_api_status_returns_the_snapshot_as_json(tmp_path):
 
 
 def test_lag_is_the_end_offset_minus_what_each_query_processed():
-    from streaming.health import partition_lags, total_lag
-    from streaming.pipeline import processed_offsets
+    from streaming.jobs.pipeline import processed_offsets
+    from streaming.run.health import partition_lags, total_lag
 
     progress = {"sources": [{"endOffset": '{"trades": {"0": 30, "1": 38}}'}]}
     queries = [{"name": "gold", "processed_offsets": processed_offsets(progress)}]

@@ -16,8 +16,8 @@ from dashboard import ids
 from dashboard.app import create_app
 from dashboard.callbacks import CHOOSE_WINDOWS, SWITCH_INVALID
 from dashboard.client import call
-from streaming.cli import parse_settings
 from streaming.config import Settings, Simulation, UsageError
+from streaming.run.cli import parse_settings
 
 # Wrong types and values as the page's callback endpoint can receive them in its JSON.
 NOT_NUMBERS = [
@@ -272,7 +272,7 @@ def test_allow_host_rejects_a_port_or_a_url_with_a_usage_error(bad):
 
 def test_the_run_passes_its_bind_address_and_allow_host_to_the_dashboard(tmp_path):
     from run import create_dashboard
-    from streaming.app import App
+    from streaming.run.app import App
 
     settings = Settings(data_dir=tmp_path, host="127.0.0.1", port=0, allowed_hosts=("dash.internal",))
     made = []

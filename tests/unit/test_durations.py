@@ -4,8 +4,8 @@ from datetime import timedelta
 
 import pytest
 
-from streaming.cli import parse_settings
 from streaming.config import duration_text, format_duration, parse_duration
+from streaming.run.cli import parse_settings
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -1,6 +1,6 @@
 """Catch-up progress and Kafka trouble from the health figures (pure)."""
 
-from streaming.health import catch_up, catch_up_line, status_line, unreachable_since
+from streaming.run.health import catch_up, catch_up_line, status_line, unreachable_since
 
 
 def query(name, rate):

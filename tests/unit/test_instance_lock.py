@@ -5,7 +5,7 @@ import os
 import pytest
 
 from streaming.config import LOCK_FILE
-from streaming.instance import AlreadyRunning, InstanceLock
+from streaming.run.instance import AlreadyRunning, InstanceLock
 
 
 def test_a_second_holder_is_refused_with_the_first_ones_pid_and_ports(tmp_path):

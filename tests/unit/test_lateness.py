@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from streaming.lateness import too_late_trades
+from streaming.medallion.lateness import too_late_trades
 
 T = lambda text: pd.Timestamp(text, tz="UTC")  # noqa: E731
 
@@ -34,7 +34,7 @@ def test_nothing_is_late_without_a_ledger():
 def test_a_batch_trade_is_too_late_at_or_before_the_watermark_and_nothing_is_before_the_first():
     import pyarrow as pa
 
-    from streaming.lateness import EPOCH, too_late
+    from streaming.medallion.lateness import EPOCH, too_late
 
     trades = pa.table({"event_time": pa.array([T("2026-03-02 09:59"), T("2026-03-02 10:00"), T("2026-03-02 10:01")],
                                               pa.timestamp("us", tz="UTC"))})

@@ -1,7 +1,7 @@
 """The loader's progress lines and short errors, from a query's progress (pure)."""
 
-from streaming.loader import batch_counts, describe_counts, new_batch_counts
-from streaming.pipeline import short_error
+from streaming.jobs.loader import batch_counts, describe_counts, new_batch_counts
+from streaming.jobs.pipeline import short_error
 
 
 def test_progress_lines_and_errors_are_short():

@@ -5,7 +5,6 @@ from pathlib import Path
 
 import pytest
 
-from streaming.cli import parse_load_settings, parse_settings
 from streaming.config import UsageError
 from streaming.lake.checkpoints import Checkpoints, HadoopFiles, LocalFiles
 from streaming.lake.locations import (
@@ -19,7 +18,8 @@ from streaming.lake.locations import (
 )
 from streaming.lake.store import Lake
 from streaming.lake.tables import GOLD
-from streaming.spark_session import bind_address, driver_address, master_hosts
+from streaming.run.cli import parse_load_settings, parse_settings
+from streaming.run.spark_session import bind_address, driver_address, master_hosts
 
 S3_ENV = {"AWS_ENDPOINT_URL": "http://127.0.0.1:9000", "AWS_ACCESS_KEY_ID": "id", "AWS_SECRET_ACCESS_KEY": "s3cr3t",
           "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true", "HOME": "/root"}

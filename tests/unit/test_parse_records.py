@@ -7,7 +7,7 @@ import random
 import pyarrow as pa
 import pytest
 
-from streaming import silver
+from streaming.medallion import silver
 from tests.support.corpus import BAD, EDGE, GOOD, raw
 
 UTC = pa.timestamp("us", tz="UTC")

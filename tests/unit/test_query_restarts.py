@@ -2,7 +2,7 @@
 a while since its last restart starts counting afresh (so a long run is not ended by failures
 days apart), while the total stays for the health panel."""
 
-from streaming.pipeline import HEALTHY_AFTER_S, Restarts
+from streaming.jobs.pipeline import HEALTHY_AFTER_S, Restarts
 
 
 def test_backoff_doubles_with_each_restart_in_a_row_up_to_a_minute():

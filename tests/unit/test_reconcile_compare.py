@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from streaming.reconcile import compare
+from streaming.jobs.reconcile import compare
 
 
 def test_compare_flags_a_difference_that_the_too_late_trades_do_not_explain():

@@ -5,7 +5,7 @@ from datetime import timedelta
 import pandas as pd
 import pyarrow as pa
 
-from streaming.replay import recount
+from streaming.medallion.replay import recount
 
 T = lambda text: pd.Timestamp(text, tz="UTC")  # noqa: E731
 

@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from streaming.cli import parse_load_settings, parse_settings
 from streaming.config import UsageError, parse_duration, parse_instant, parse_kafka_properties, redact
+from streaming.run.cli import parse_load_settings, parse_settings
 
 
 def test_defaults_match_the_product_contract():
@@ -153,7 +153,7 @@ def test_spark_settings_pass_through_as_spark_submit_takes_them(tmp_path):
 
 
 def test_shuffle_partitions_follow_the_local_cores_and_default_to_8_on_a_cluster():
-    from streaming.spark_session import default_shuffle_partitions
+    from streaming.run.spark_session import default_shuffle_partitions
 
     assert default_shuffle_partitions("local") == 1 and default_shuffle_partitions("local[3]") == 3
     assert default_shuffle_partitions("yarn") == 8

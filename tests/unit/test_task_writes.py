@@ -6,10 +6,10 @@ from datetime import datetime, timedelta, timezone
 
 import pyarrow as pa
 
-from streaming.gold import merge_window_sums, window_sums
 from streaming.lake.files import file_stats
-from streaming.sinks import new_to_silver
-from streaming.task_writes import TaskResults, to_ipc, trade_id_hashes
+from streaming.medallion.gold import merge_window_sums, window_sums
+from streaming.sink.medallion_sink import new_to_silver
+from streaming.sink.task_writes import TaskResults, to_ipc, trade_id_hashes
 
 UTC = pa.timestamp("us", tz="UTC")
 AT = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)

@@ -3,7 +3,7 @@
 import io
 import logging
 
-from streaming.terminal import CLEAR_LINE, Terminal, progress_bar
+from streaming.run.terminal import CLEAR_LINE, Terminal, progress_bar
 
 PROGRESS = {"medallion": {"lag": 700_000, "backlog": 1_000_000, "done": 300_000, "rate": 24_500.0, "eta_s": 28.6}}
 

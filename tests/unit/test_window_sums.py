@@ -5,7 +5,7 @@ from datetime import datetime, timedelta, timezone
 import pyarrow as pa
 import pytest
 
-from streaming.gold import WINDOW_SUMS_SCHEMA, window_sums
+from streaming.medallion.gold import WINDOW_SUMS_SCHEMA, window_sums
 
 UTC = timezone.utc
 WINDOW = timedelta(minutes=15)

@@ -31,12 +31,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streaming import bronze, silver
-from streaming.gold import window_sums
 from streaming.lake.files import DataFile, write_file
 from streaming.lake.store import Lake
 from streaming.lake.tables import QUARANTINE, SILVER, UTC_TIME, Table
-from streaming.lateness import LATE_CANDIDATE_COLUMNS, too_late
+from streaming.medallion import bronze, silver
+from streaming.medallion.gold import window_sums
+from streaming.medallion.lateness import LATE_CANDIDATE_COLUMNS, too_late
 from streaming.rows import no_cycle_collection, one_per_key
 
 # A share is held in memory as records, trades and files: Spark cuts a bigger range of a partition.

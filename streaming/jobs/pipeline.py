@@ -18,8 +18,8 @@ from streaming.config import LoadSettings, Settings, format_duration
 from streaming.kafka.options import explain_kafka_failure, source_options
 from streaming.lake.checkpoints import Checkpoints
 from streaming.lake.store import Lake
-from streaming.sinks import MedallionSink
-from streaming.task_writes import MAX_RECORDS_PER_SHARE
+from streaming.sink.medallion_sink import MedallionSink
+from streaming.sink.task_writes import MAX_RECORDS_PER_SHARE
 
 log = logging.getLogger(__name__)
 

@@ -6,9 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-import shutil
 import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -16,9 +14,11 @@ import zipfile
 from pathlib import Path
 from typing import Iterable
 
+from streaming.jars import check_java
+
 log = logging.getLogger(__name__)
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 LOG4J_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
 FAIR_SCHEDULER_POOLS = Path(__file__).resolve().parent / "fairscheduler.xml"
 
@@ -55,26 +55,6 @@ DELTA_SESSION = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
 }
-
-
-class JavaMissing(RuntimeError):
-    pass
-
-
-def check_java() -> str:
-    """Return `java -version`'s first line, or raise JavaMissing with how to fix it."""
-    java_home = os.environ.get("JAVA_HOME")
-    java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
-    if not java or not Path(java).exists():
-        raise JavaMissing(
-            "Java is required by Spark but `java` was not found"
-            + (f" under JAVA_HOME={java_home}" if java_home else " on PATH")
-            + ". Install a JDK 17 (Debian: apt-get install -y openjdk-17-jre-headless) or set JAVA_HOME."
-        )
-    out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
-    if out.returncode != 0:
-        raise JavaMissing(f"`{java} -version` failed: {out.stderr.strip()}")
-    return (out.stderr or out.stdout).splitlines()[0]
 
 
 def _package_zip() -> str:

@@ -16,7 +16,7 @@ from datetime import timedelta
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streaming.gold import window_sums
+from streaming.medallion.gold import window_sums
 
 
 def recount(trades: pa.Table, too_late_ids: pa.Array | pa.ChunkedArray, window_starts: pa.Array,

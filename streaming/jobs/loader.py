@@ -21,9 +21,9 @@ from pyspark.sql import types as T
 from pyspark.sql.streaming import StreamingQuery
 
 from streaming.config import LoadSettings, UsageError
+from streaming.jobs.pipeline import with_trigger
 from streaming.kafka.options import sink_options
-from streaming.pipeline import with_trigger
-from streaming.silver import TRADE_FIELDS, TRADE_SCHEMA
+from streaming.medallion.silver import TRADE_FIELDS, TRADE_SCHEMA
 
 LOADER_QUERY = "loader"
 CORRUPT_COLUMN = "_corrupt_record"

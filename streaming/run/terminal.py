@@ -12,7 +12,7 @@ import sys
 import threading
 from typing import TextIO
 
-from streaming.health import catch_up_figures
+from streaming.run.health import catch_up_figures
 
 CLEAR_LINE = "\r\x1b[K"
 

@@ -17,8 +17,8 @@ from typing import Sequence
 import pandas as pd
 import pyarrow as pa
 
-from streaming.gold import MEASURES
 from streaming.lake.tables import CORRECTIONS
+from streaming.medallion.gold import MEASURES
 
 
 def correction_rows(current: pd.DataFrame, changed: pd.DataFrame, corrected_at: datetime,

@@ -33,16 +33,16 @@ import pyarrow.compute as pc
 from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
-from streaming import gold
 from streaming.config import Settings
-from streaming.corrections import correction_rows
-from streaming.gold import MEASURES
+from streaming.jobs.pipeline import MEDALLION_QUERY
 from streaming.lake.checkpoints import Checkpoints
 from streaming.lake.spark_delta import SparkLake
 from streaming.lake.store import Batch, Lake, before_offsets, in_time_range, quote, sql_literal
 from streaming.lake.tables import BATCH_WATERMARKS, CORRECTIONS, GOLD, LATE_TRADES, SILVER, Table, Write
-from streaming.pipeline import MEDALLION_QUERY
-from streaming.sinks import GOLD_WRITES
+from streaming.medallion import gold
+from streaming.medallion.corrections import correction_rows
+from streaming.medallion.gold import MEASURES
+from streaming.sink.medallion_sink import GOLD_WRITES
 
 BACKFILL_QUERY_ID = "backfill"
 _CENT = 0.005  # amounts are money: closer than half a cent is equal (float sums differ in order)

@@ -26,10 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 
-from streaming import bronze, silver
 from streaming.config import Settings
-from streaming.corrections import find_corrections
-from streaming.gold import MEASURES, merge_window_sums, window_starts, window_sums
 from streaming.lake.checkpoints import OffsetLogEntry, QueryCheckpoint
 from streaming.lake.store import Batch, Lake, before_offsets, in_time_range, quote, sql_literal
 from streaming.lake.tables import (
@@ -43,7 +40,10 @@ from streaming.lake.tables import (
     Table,
     Write,
 )
-from streaming.lateness import (
+from streaming.medallion import bronze, silver
+from streaming.medallion.corrections import find_corrections
+from streaming.medallion.gold import MEASURES, merge_window_sums, window_starts, window_sums
+from streaming.medallion.lateness import (
     EPOCH,
     LATE_CANDIDATE_COLUMNS,
     judged_watermark,
@@ -51,9 +51,9 @@ from streaming.lateness import (
     ledger_rows,
     too_late,
 )
-from streaming.replay import recount
+from streaming.medallion.replay import recount
 from streaming.rows import one_per_key
-from streaming.task_writes import (
+from streaming.sink.task_writes import (
     LATE,
     ONE_SHARE_UP_TO,
     SUMS,

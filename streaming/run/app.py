@@ -15,13 +15,13 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from streaming.cli import build_load_parser, build_parser, parse_load_settings, parse_settings
 from streaming.config import KafkaTarget, LoadSettings, Settings, UsageError
-from streaming.instance import AlreadyRunning, InstanceLock
 from streaming.kafka.broker import BrokerError
 from streaming.kafka.clients import LOGGER_NAME as LIBRDKAFKA_LOGGER
 from streaming.lake.store import Lake
-from streaming.terminal import Terminal, progress_bar
+from streaming.run.cli import build_load_parser, build_parser, parse_load_settings, parse_settings
+from streaming.run.instance import AlreadyRunning, InstanceLock
+from streaming.run.terminal import Terminal, progress_bar
 
 log = logging.getLogger("trade-summary")
 # (lake, refresh_ms, simulator, health snapshot, reconciler) -> a Dash app (its .server is served).
@@ -68,7 +68,7 @@ class Command:
             raise KeyboardInterrupt
 
     def _check_java(self) -> None:
-        from streaming.spark_session import JavaMissing, check_java
+        from streaming.jars import JavaMissing, check_java
 
         try:
             check_java()
@@ -97,7 +97,7 @@ class Command:
         from pyspark import SparkContext
 
         from streaming.jars import JarsMissing
-        from streaming.spark_session import create_spark
+        from streaming.run.spark_session import create_spark
 
         conf = self.settings.spark_conf
         # Keys only: a value may be a secret (a storage key, a token).
@@ -199,7 +199,7 @@ class App(Command):
                  start.strftime("%Y-%m-%d %H:%M"), s.simulation.clock_speed)
 
     def _start_pipeline(self) -> None:
-        from streaming.pipeline import Pipeline
+        from streaming.jobs.pipeline import Pipeline
 
         s = self.settings
         self._start_spark()
@@ -211,8 +211,8 @@ class App(Command):
         self._start_health()
 
     def _start_health(self) -> None:
-        from streaming.health import HealthMonitor
         from streaming.kafka.clients import EndOffsets
+        from streaming.run.health import HealthMonitor
 
         s = self.settings
         producer = (lambda: self.simulator.stats()) if self.simulator is not None else (lambda: None)
@@ -222,7 +222,7 @@ class App(Command):
     def _start_dashboard(self) -> None:
         from werkzeug.serving import make_server
 
-        from streaming.reconcile import Reconciler
+        from streaming.jobs.reconcile import Reconciler
 
         s = self.settings
         if self.dashboard is None:
@@ -242,7 +242,7 @@ class App(Command):
             while any(q.isActive for q in self.pipeline.queries) and not self.stopping.wait(1.0):
                 self._report_catch_up(self.health.snapshot())
             return self._report_failures(final=True)
-        from streaming.health import status_line
+        from streaming.run.health import status_line
 
         logged_at_batch = -1
         while not self.stopping.wait(1.0):
@@ -264,7 +264,7 @@ class App(Command):
         """While a query works through a backlog: how far along it is, as a progress bar on a TTY
         (redrawn each second) and otherwise as a line every few seconds; a line when it has
         caught up."""
-        from streaming.health import catch_up_line
+        from streaming.run.health import catch_up_line
 
         progress, now = snapshot.get("catch_up") or {}, time.monotonic()
         if progress and TERMINAL.is_tty:
@@ -314,7 +314,7 @@ class Loader(Command):
         self.totals = {"files": 0, "lines": 0, "records": 0, "unparsed": 0}
 
     def start(self) -> None:
-        from streaming.loader import check_filter, check_key, start_load_query
+        from streaming.jobs.loader import check_filter, check_key, start_load_query
 
         s = self.settings
         log.info("Trade Summary loader: %s", s.describe())
@@ -330,7 +330,7 @@ class Loader(Command):
         log.info("watching %s for trade files%s", s.source_dir, pace)
 
     def run_until_stopped(self) -> int:
-        from streaming.pipeline import short_error
+        from streaming.jobs.pipeline import short_error
 
         while not self.stopping.wait(1.0) and self.query.isActive:
             self._log_progress()
@@ -345,7 +345,7 @@ class Loader(Command):
         return 0
 
     def _log_progress(self) -> None:
-        from streaming.loader import new_batch_counts
+        from streaming.jobs.loader import new_batch_counts
 
         for batch_id, counts in new_batch_counts(self.query.recentProgress, self._last_logged_batch):
             self._last_logged_batch = batch_id
@@ -354,12 +354,12 @@ class Loader(Command):
             log.info("batch %d: %s", batch_id, self._describe(counts))
 
     def _describe(self, counts: dict[str, int]) -> str:
-        from streaming.loader import describe_counts
+        from streaming.jobs.loader import describe_counts
 
         return describe_counts(counts, self.settings.topic)
 
     def stop(self) -> None:
-        from streaming.pipeline import stop_queries
+        from streaming.jobs.pipeline import stop_queries
 
         log.info("stopping ...")
         if self.query is not None:

@@ -28,7 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from streaming.lake.tables import QUARANTINE, SILVER
-from streaming.lateness import EPOCH
+from streaming.medallion.lateness import EPOCH
 from streaming.rows import no_cycle_collection
 
 TRADE_FIELDS = ("trade_id", "account_id", "symbol", "side", "quantity", "price", "channel", "event_time")
