@@ -4,7 +4,7 @@
 
 import sys
 
-from streaming.run.app import main
+from streaming.run.main import main
 
 
 def create_dashboard(*args):

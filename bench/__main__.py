@@ -15,40 +15,38 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
 from pathlib import Path
 
 from bench import phases, report
+from bench.command_line import add_numbers, add_spark_arguments, log_to_terminal, stop_on_sigterm, tool_parser
 from streaming.config import Settings, duration_text
-from streaming.run.cli import add_spark_conf_argument, duration_argument
+from streaming.run.argument_types import duration_argument
 
 log = logging.getLogger("bench")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+DESCRIPTION = ("Measure the pipeline on this machine: broker anchor, throughput, freshness, dashboard refresh and "
+               "memory, in one run with its own broker on a free port. Prints one `bench:` line at the end and "
+               "writes docs/benchmarks.md with plots.")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=report.COMMAND,
-        description="Measure the pipeline on this machine: broker anchor, throughput, freshness, dashboard "
-                    "refresh and memory, in one run with its own broker on a free port. Prints one "
-                    "`bench:` line at the end and writes docs/benchmarks.md with plots.")
-    parser.add_argument("--trades", type=int, default=1_000_000, help="trades to preload (default: %(default)s)")
-    parser.add_argument("--batch-size", type=int, default=250_000,
-                        help="max offsets per trigger while catching up (default: %(default)s)")
-    parser.add_argument("--warmup-trades", type=int, default=100_000,
-                        help="trades the pipeline runs over first, unmeasured, so that throughput is "
-                             "measured on a warm JVM as in a running pipeline; 0: measure cold "
-                             "(default: %(default)s)")
-    parser.add_argument("--rate", type=float, default=1_000, help="trades/s for freshness (default: %(default)s)")
-    parser.add_argument("--freshness-seconds", type=float, default=180,
-                        help="how long to produce for freshness (default: %(default)s)")
+    parser = tool_parser(
+        report.COMMAND, DESCRIPTION,
+        ("--trades", int, 1_000_000, "trades to preload"),
+        ("--batch-size", int, 250_000, "max offsets per trigger while catching up"),
+        ("--warmup-trades", int, 100_000, "trades the pipeline runs over first, unmeasured, so that throughput is "
+                                          "measured on a warm JVM as in a running pipeline; 0: measure cold"),
+        ("--rate", float, 1_000, "trades/s for freshness"),
+        ("--freshness-seconds", float, 180, "how long to produce for freshness"),
+    )
     parser.add_argument("--trigger", type=duration_argument, default=Settings.trigger, metavar="INTERVAL",
                         help="the pipeline's trigger while measuring freshness, e.g. '500 milliseconds' "
                              f"(default: the pipeline's own, '{duration_text(Settings.trigger)}')")
-    parser.add_argument("--callback-runs", type=int, default=200, help="dashboard refreshes (default: %(default)s)")
-    parser.add_argument("--master", default="local[*]", help="Spark master (default: %(default)s)")
-    add_spark_conf_argument(parser)
+    add_numbers(parser, ("--callback-runs", int, 200, "dashboard refreshes"))
+    add_spark_arguments(parser, master="local[*]")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs",
                         help="where benchmarks.md and the plots go (default: docs/)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary data directory")
@@ -69,17 +67,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    # A SIGTERM (`kill`, `timeout`) stops the run as Ctrl-C does, so its broker and Spark stop too.
-    signal.signal(signal.SIGTERM, interrupt)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s  %(message)s", datefmt="%H:%M:%S")
-    for noisy in ("py4j", "streaming", "deltalake"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    stop_on_sigterm()
+    log_to_terminal()
     try:
         results = phases.run(args)
         log.info("wrote %s", report.write(results, args))

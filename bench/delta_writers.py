@@ -2,8 +2,8 @@
 as streaming/lake/store.py writes today) or delta-spark? `python -m bench.delta_writers --help`.
 
 Every writer gets fresh tables made by `Lake.ensure` (the lake's schemas and properties:
-checkpoint every 10 commits, 15 minutes of log) and the same pre-built micro-batches, made as
-the pipeline makes them (Kafka-like JSON records -> silver.parse_records -> silver rows;
+checkpoint every 10 commits, 15 minutes of log) and the same pre-built micro-batches
+(micro_batches.py), made as the pipeline makes them (Kafka-like JSON records -> silver.parse_records -> silver rows;
 on-time trades -> gold.window_sums -> sinks.gold_rows): by default 500 trades per 500 ms batch
 at 1,000 trades/s, the simulator's clock (60 market seconds per second) and late trades, so
 gold gets ~1-3 window rows per batch. The writers take turns, batch by batch (the one that goes
@@ -39,19 +39,14 @@ Temporary tables go under a temp dir, removed at the end (unless --keep).
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
 import logging
 import os
-import random
 import shutil
-import signal
 import statistics
 import sys
 import tempfile
 import time
 import uuid
-import zlib
 from collections import defaultdict
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -63,26 +58,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
-from streaming.config import Settings, Simulation
-from streaming.lake import tables
+from bench.command_line import add_numbers, add_spark_arguments, log_to_terminal, stop_on_sigterm, tool_parser
+from bench.micro_batches import GOLD, SILVER, MicroBatch, make_batches
 from streaming.lake.files import write_file
 from streaming.lake.store import Batch, Lake
-from streaming.lake.tables import UTC_TIME, Write
-from streaming.medallion import silver
-from streaming.medallion.gold import window_sums
-from streaming.medallion.lateness import too_late
-from streaming.run.cli import add_spark_conf_argument
-from streaming.simulation.market import SYMBOLS, late_delay, make_trade
-from streaming.sink.medallion_sink import gold_rows
+from streaming.lake.tables import Write
 
 log = logging.getLogger("bench.delta_writers")
-
-# Compaction off: see the docstring.
-SILVER = dataclasses.replace(tables.SILVER, compact_every=None)
-GOLD = dataclasses.replace(tables.GOLD, compact_every=None)
-TOPIC = "trades"
-PARTITIONS = 3
-START = datetime(2026, 3, 2, 10, 0, tzinfo=timezone.utc)  # an hour after the opening bell
 
 # delta-spark rebuilds a table's state (its files, app transactions) in a Spark job of this many
 # partitions whenever it reads a new version, by default 50: tiny tasks that, on 2 cores, made
@@ -91,58 +73,6 @@ DELTA_SPARK_TUNING = (("spark.databricks.delta.snapshotPartitions", "2"),)
 
 DL_FILES, DL_APPEND, SPARK = "deltalake files+commit", "deltalake write_deltalake", "delta-spark"
 DL = "deltalake"
-
-
-# -- the batches ------------------------------------------------------------------------------
-@dataclasses.dataclass
-class MicroBatch:
-    id: int
-    silver: pa.Table  # SILVER's schema
-    gold: pa.Table  # GOLD's schema: the batch's on-time window sums
-
-
-def make_batches(count: int, trades_per_batch: int, trigger: timedelta, seed: int) -> list[MicroBatch]:
-    """`count` micro-batches of `trades_per_batch` trades, made as the simulator and the
-    pipeline's tasks make them."""
-    rng, prices = random.Random(seed), dict(SYMBOLS)
-    sim, settings = Simulation(), Settings()
-    market_step = trigger * sim.clock_speed / trades_per_batch  # market time between two trades
-    wall_step = trigger / trades_per_batch
-    offsets = [0] * PARTITIONS
-    latest: datetime | None = None
-    batches = []
-    for batch_id in range(count):
-        keys, values, parts, offs, stamps = [], [], [], [], []
-        for i in range(trades_per_batch):
-            n = batch_id * trades_per_batch + i
-            event_time = START + market_step * n
-            if rng.random() < sim.late_share:
-                event_time -= late_delay(rng, settings.window, settings.watermark, sim.beyond_watermark_share)
-            trade = make_trade(rng, event_time, prices)
-            partition = zlib.crc32(trade["account_id"].encode()) % PARTITIONS
-            keys.append(trade["account_id"].encode())
-            values.append(json.dumps(trade, separators=(",", ":")).encode())
-            parts.append(partition)
-            offs.append(offsets[partition])
-            offsets[partition] += 1
-            stamps.append(START + wall_step * n)
-        records = pa.table({
-            "key": pa.array(keys, pa.binary()), "value": pa.array(values, pa.binary()),
-            "topic": pa.array([TOPIC] * len(keys), pa.string()), "partition": pa.array(parts, pa.int32()),
-            "offset": pa.array(offs, pa.int64()), "timestamp": pa.array(stamps, pa.timestamp("us", tz="UTC")),
-            "timestampType": pa.array([0] * len(keys), pa.int32()),
-        })
-        ingested_at = START + trigger * (batch_id + 1)
-        rows = silver.parse_records(records)
-        rows = rows.append_column("ingested_at", pa.repeat(pa.scalar(ingested_at, UTC_TIME), rows.num_rows))
-        trades = silver.silver_rows(rows)
-        watermark = latest - settings.watermark if latest else datetime.fromtimestamp(0, timezone.utc)
-        on_time = trades.filter(pc.invert(too_late(trades, watermark)))
-        sums = window_sums(on_time, settings.window)
-        batches.append(MicroBatch(batch_id, trades, gold_rows(sums, batch_id, ingested_at)))
-        batch_latest = pc.max(trades["event_time"]).as_py()
-        latest = batch_latest if latest is None else max(latest, batch_latest)
-    return batches
 
 
 # -- the writers ------------------------------------------------------------------------------
@@ -428,40 +358,33 @@ def report(args, timings: Timings, growth: dict, problems: list[str], silver_row
     sys.stdout.flush()
 
 
+DESCRIPTION = ("Time the pipeline's per-micro-batch Delta writes (silver append, gold MERGE-add) by delta-rs "
+               "(deltalake) and by delta-spark, interleaved, on fresh temporary tables; then check that all "
+               "writers' tables read back equal. Prints a Markdown table of p50/p95/max.")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.delta_writers",
-        description="Time the pipeline's per-micro-batch Delta writes (silver append, gold MERGE-add) by delta-rs "
-                    "(deltalake) and by delta-spark, interleaved, on fresh temporary tables; then check that "
-                    "all writers' tables read back equal. Prints a Markdown table of p50/p95/max.")
-    parser.add_argument("--batches", type=int, default=50, help="measured batches per writer (default: %(default)s)")
-    parser.add_argument("--warmup", type=int, default=5,
-                        help="batches written first, unmeasured, for a warm JVM (default: %(default)s)")
-    parser.add_argument("--trades", type=int, default=500, help="trades per batch (default: %(default)s)")
-    parser.add_argument("--trigger-ms", type=int, default=500,
-                        help="the trigger: market time per batch follows from it (default: %(default)s)")
-    parser.add_argument("--max-minutes", type=float, default=10,
-                        help="start no new batch after this long (a loaded machine): the figures are over the "
-                             "batches done (default: %(default)s)")
-    parser.add_argument("--master", default="local[2]", help="Spark master (default: %(default)s)")
-    add_spark_conf_argument(parser)
-    parser.add_argument("--seed", type=int, default=7, help="random seed of the trades (default: %(default)s)")
+    parser = tool_parser(
+        "python -m bench.delta_writers", DESCRIPTION,
+        ("--batches", int, 50, "measured batches per writer"),
+        ("--warmup", int, 5, "batches written first, unmeasured, for a warm JVM"),
+        ("--trades", int, 500, "trades per batch"),
+        ("--trigger-ms", int, 500, "the trigger: market time per batch follows from it"),
+        ("--max-minutes", float, 10, "start no new batch after this long (a loaded machine): the figures are over "
+                                     "the batches done"),
+    )
+    add_spark_arguments(parser, master="local[2]")
+    add_numbers(parser, ("--seed", int, 7, "random seed of the trades"))
     parser.add_argument("--keep", action="store_true", help="keep the temporary tables")
     return parser
 
 
-def interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
-    signal.signal(signal.SIGTERM, interrupt)  # `kill`, `timeout`: stop Spark, remove the tables
+    stop_on_sigterm()  # then Spark stops and the tables are removed
     args = build_parser().parse_args(argv)
     if args.batches < 4 or args.warmup < 0 or args.trades <= 0 or args.trigger_ms <= 0:
         build_parser().error("--batches must be at least 4; --warmup 0 or more; --trades and --trigger-ms positive")
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s  %(message)s", datefmt="%H:%M:%S")
-    for noisy in ("py4j", "streaming", "deltalake"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    log_to_terminal()
     return run(args)
 
 

@@ -11,6 +11,7 @@ import flask
 from dash import Dash
 
 from dashboard.callbacks import register_callbacks
+from dashboard.context import PageContext
 from dashboard.data import (
     CORRECTION_COLUMNS,
     GOLD_COLUMNS,
@@ -40,7 +41,9 @@ def create_app(lake: Lake | str | Path, refresh_ms: int = 2000, simulator=None,
     allowed_hosts: host names (or addresses) the dashboard answers to besides LOCAL_HOSTS,
     on any port; wildcard bind addresses such as 0.0.0.0 are ignored. Every other Host, and
     a state-changing request from a page of another origin, gets 403 (see guard_hosts)."""
-    app = Dash(__name__, title="Trade Summary", assets_folder=str(ASSETS), update_title=None)
+    # update_title=None keeps the title as it is while callbacks run (Dash's hint says str only).
+    app = Dash(__name__, title="Trade Summary", assets_folder=str(ASSETS),
+               update_title=None)  # type: ignore[arg-type]
     guard_hosts(app.server, allowed_hosts)
     lake = lake if isinstance(lake, Lake) else Lake(lake)
     readers = {
@@ -63,8 +66,8 @@ def create_app(lake: Lake | str | Path, refresh_ms: int = 2000, simulator=None,
         return snapshot
 
     app.layout = layout
-    register_callbacks(app, readers, status, simulator, reconciler, lake, SilverFilterValues(lake),
-                       QuarantineReader(lake))
+    register_callbacks(app, PageContext(readers, status, simulator, reconciler, lake, SilverFilterValues(lake),
+                                        QuarantineReader(lake)))
 
     @app.server.route("/api/status")
     def api_status():

@@ -1,4 +1,4 @@
-"""Data access for the dashboard: Delta tables read with deltalake (never through Spark)."""
+"""The dashboard's data: Delta tables read through the lake (never Spark), and the snapshot built from them."""
 
 from __future__ import annotations
 
@@ -11,10 +11,16 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streaming.lake.store import Lake, before_offsets, quote, sql_literal
-from streaming.lake.tables import BATCH_WATERMARKS, BRONZE, GOLD, LATE_TRADES, QUARANTINE, SILVER, Table
+from streaming.lake.page_reads import (
+    exactly_once_counts,
+    newest_quarantine,
+    quarantine_counts,
+    silver_day,
+    silver_filter_values,
+)
+from streaming.lake.store import Lake
+from streaming.lake.tables import GOLD, QUARANTINE, SILVER, Table
 from streaming.medallion.gold import MEASURES, window_sums
-from streaming.sink.medallion_sink import GOLD_WRITES
 
 GOLD_COLUMNS = ["window_start", "window_end", "buy_amount", "sell_amount", "settlement_amount",
                 "trade_count", "revision", "updated_at"]
@@ -139,10 +145,7 @@ class SilverFilterValues:
             return self._values
 
     def _read_since(self, read_until: datetime | None) -> None:
-        channel, symbol, ingested = quote("channel"), quote("symbol"), quote("ingested_at")
-        where = "" if read_until is None else f" WHERE {ingested} >= {sql_literal(read_until - self.CLOCK_MARGIN)}"
-        rows = self.lake.query(SILVER, f"SELECT {channel}, {symbol}, max({ingested}) AS read_until FROM t{where} "
-                                       f"GROUP BY {channel}, {symbol}")
+        rows = silver_filter_values(self.lake, None if read_until is None else read_until - self.CLOCK_MARGIN)
         if rows is None or rows.num_rows == 0:
             return
         latest = pc.max(rows["read_until"]).as_py()
@@ -183,19 +186,13 @@ class QuarantineReader:
             return self._counts, self._newest[1]
 
     def _read_counts(self) -> list[dict]:
-        reason, kafka_time = quote("reason"), quote("kafka_timestamp")
-        # date_trunc of a UTC time is its UTC day; the few groups are formatted here (cheaper than per row).
-        rows = self.lake.query(QUARANTINE, f"SELECT {reason} AS reason, date_trunc('day', {kafka_time}) AS day, "
-                                           f"count(*) AS n FROM t GROUP BY 1, 2")
-        return [] if rows is None else [dict(row, day=None if row["day"] is None else row["day"].strftime("%Y-%m-%d"))
-                                        for row in rows.to_pylist()]
+        # The few groups' days are formatted here (cheaper than per row).
+        return [dict(row, day=None if row["day"] is None else row["day"].strftime("%Y-%m-%d"))
+                for row in quarantine_counts(self.lake)]
 
     def _read_newest(self, reason: str | None) -> list[dict]:
-        where = "" if reason is None else f" WHERE {quote('reason')} = {sql_literal(reason)}"
-        rows = self.lake.query(QUARANTINE, f"SELECT {', '.join(quote(c) for c in QUARANTINE_ROW_COLUMNS)} FROM t"
-                                           f"{where} ORDER BY {quote('ingested_at')} DESC, {quote('partition')} DESC, "
-                                           f"{quote('offset')} DESC LIMIT {FEED_ROWS}")
-        return [] if rows is None else [quarantine_record(row) for row in rows.to_pylist()]
+        rows = newest_quarantine(self.lake, reason, FEED_ROWS, QUARANTINE_ROW_COLUMNS)
+        return [quarantine_record(row) for row in rows]
 
 
 def shown_value(value: bytes | None, limit: int = VALUE_CHARS) -> str:
@@ -221,21 +218,6 @@ def quarantine_record(row: dict) -> dict:
     return {"reason": row["reason"], "topic": row["topic"], "partition": row["partition"], "offset": row["offset"],
             "kafka_timestamp": _iso(row["kafka_timestamp"]), "ingested_at": _iso(row["ingested_at"]),
             "value": shown_value(row["value"])}
-
-
-def quarantine_view(counts: list[dict], newest: list[dict], day: str | None, reason: str | None) -> dict:
-    """The quarantine panel's part of the snapshot: per reason its count on `day` (the Kafka
-    time's UTC day) and of all time, most frequent first; the newest records; the reason shown."""
-    by_reason: dict[str, list[int]] = {}
-    for row in counts:
-        totals = by_reason.setdefault(row["reason"] or "(no reason)", [0, 0])
-        totals[1] += int(row["n"])
-        if day is not None and row["day"] == day:
-            totals[0] += int(row["n"])
-    reasons = [{"reason": name, "day": on, "total": total}
-               for name, (on, total) in sorted(by_reason.items(), key=lambda item: (-item[1][1], item[0]))]
-    return {"day": day, "reason": reason, "reasons": reasons, "rows": newest,
-            "day_total": sum(r["day"] for r in reasons), "total": sum(r["total"] for r in reasons)}
 
 
 def trading_days(gold: pd.DataFrame) -> list[str]:
@@ -267,13 +249,7 @@ def on_day(frame: pd.DataFrame, day: str | None, column: str = "window_start") -
 def read_silver_day(lake: Lake, day: str, channel: str | None, symbol: str | None) -> pd.DataFrame:
     """The valid trades of one day from silver, optionally of one channel and/or symbol."""
     start = pd.Timestamp(day, tz="UTC").to_pydatetime()
-    conditions = [f"{quote('event_time')} >= {sql_literal(start)}",
-                  f"{quote('event_time')} < {sql_literal(start + pd.Timedelta(days=1))}"]
-    if channel:
-        conditions.append(f"{quote('channel')} = {sql_literal(channel)}")
-    if symbol:
-        conditions.append(f"{quote('symbol')} = {sql_literal(symbol)}")
-    return lake.read(SILVER, SILVER_DRILL_COLUMNS, " AND ".join(conditions)).to_pandas()
+    return silver_day(lake, start, SILVER_DRILL_COLUMNS, channel, symbol).to_pandas()
 
 
 def window_length(gold: pd.DataFrame) -> pd.Timedelta:
@@ -401,50 +377,19 @@ def late_data(corrections: pd.DataFrame | None, late_trades: pd.DataFrame | None
     }
 
 
-# -- the exactly-once panel ------------------------------------------------------------------------
-def _per_partition(rows: pa.Table | None, *columns: str) -> dict[str, dict]:
-    """Query rows with topic and partition -> {"topic:partition": {column: value}}."""
-    if rows is None:
-        return {}
-    return {f"{r['topic']}:{r['partition']}": {c: int(r[c] or 0) for c in columns} for r in rows.to_pylist()}
-
-
 def exactly_once_evidence(lake: Lake, kafka_ends: dict[str, int]) -> dict:
     """What each table holds per Kafka partition, against the topic's end offsets; and gold's
     trade count against silver's on-time trades up to the offsets gold has counted. Aggregates
     over the key columns only (offsets, ids), read when asked, never per refresh."""
-    by_partition = "GROUP BY topic, \"partition\""
-    with lake.writing(*GOLD_WRITES):  # gold, the ledger and the too-late list at one micro-batch
-        counted = _per_partition(lake.query(BATCH_WATERMARKS, "SELECT topic, \"partition\", max(end_offset) AS "
-                                                              f"end_offset FROM t {by_partition}"), "end_offset")
-        gold = lake.query(GOLD, "SELECT sum(trade_count) AS trades FROM t")
-        late = lake.read(LATE_TRADES, ["topic", "partition", "offset"], f"{quote('backfilled_at')} IS NULL")
-    # A record is its offset and Kafka time: a broker that lost its tail gives offsets out again.
-    bronze = _per_partition(lake.query(BRONZE, "SELECT topic, \"partition\", sum(copies) AS records, "
-                                               "count(*) AS offsets FROM (SELECT topic, \"partition\", count(*) "
-                                               "AS copies FROM t GROUP BY topic, \"partition\", \"offset\", "
-                                               f"\"timestamp\") {by_partition}"),
-                            "records", "offsets")
-    silver = _per_partition(lake.query(SILVER, "SELECT topic, \"partition\", count(*) AS trades FROM t "
-                                               f"{by_partition}"), "trades")
-    quarantined = _per_partition(lake.query(QUARANTINE, "SELECT topic, \"partition\", count(*) AS records FROM t "
-                                                        f"{by_partition}"), "records")
-    doubled = lake.query(SILVER, "SELECT count(*) AS n FROM (SELECT trade_id, event_time FROM t "
-                                 "GROUP BY trade_id, event_time HAVING count(*) > 1)")
-    cut = before_offsets({(tp.rsplit(":", 1)[0], int(tp.rsplit(":", 1)[1])): ends["end_offset"]
-                          for tp, ends in counted.items()})
-    silver_counted = lake.query(SILVER, f"SELECT count(*) AS n FROM t WHERE {cut}")
-    late_counted = sum(1 for r in late.to_pylist()
-                       if r["offset"] < counted.get(f"{r['topic']}:{r['partition']}", {}).get("end_offset", 0))
+    counts = exactly_once_counts(lake)
     partitions = []
-    for tp in sorted(set(kafka_ends) | set(bronze)):
-        b = bronze.get(tp, {"records": 0, "offsets": 0})
-        s, q = silver.get(tp, {}).get("trades", 0), quarantined.get(tp, {}).get("records", 0)
-        partitions.append({"partition": tp, "kafka_end": kafka_ends.get(tp), "bronze": b["records"],
-                           "bronze_doubled": b["records"] - b["offsets"], "silver": s, "quarantine": q,
-                           "redeliveries": b["records"] - s - q,
-                           "counted_to": counted.get(tp, {}).get("end_offset")})
-    gold_trades = int(gold["trades"][0].as_py() or 0) if gold is not None and gold.num_rows else 0
-    on_time = (int(silver_counted["n"][0].as_py()) if silver_counted is not None else 0) - late_counted
-    return {"partitions": partitions, "gold_trades": gold_trades, "silver_on_time": on_time,
-            "silver_doubled": int(doubled["n"][0].as_py()) if doubled is not None and doubled.num_rows else 0}
+    for tp in sorted(set(kafka_ends) | set(counts["bronze"])):
+        bronze = counts["bronze"].get(tp, {"records": 0, "offsets": 0})
+        silver, quarantined = counts["silver"].get(tp, 0), counts["quarantine"].get(tp, 0)
+        partitions.append({"partition": tp, "kafka_end": kafka_ends.get(tp), "bronze": bronze["records"],
+                           "bronze_doubled": bronze["records"] - bronze["offsets"], "silver": silver,
+                           "quarantine": quarantined, "redeliveries": bronze["records"] - silver - quarantined,
+                           "counted_to": counts["counted"].get(tp)})
+    return {"partitions": partitions, "gold_trades": counts["gold_trades"],
+            "silver_on_time": counts["silver_counted"] - counts["late_counted"],
+            "silver_doubled": counts["silver_doubled"]}

@@ -114,7 +114,7 @@ def summary_figure(snapshot: dict | None, mode: str = ids.MODE_WINDOW, first_rep
     if first_reported:
         data += first_reported_traces(rows, x, hover)
     # Corrected windows: a marker on the buy line whose hover tells what changed.
-    latest = {}
+    latest: dict[str, list[str]] = {}
     # A drill-down shows silver's windows, which corrections of the streaming totals do not describe.
     shown = [] if (snapshot or {}).get("drill_down") else (snapshot or {}).get("corrections", [])
     for correction in shown:  # newest first

@@ -77,7 +77,7 @@ def fetch(jar_set: JarSet, echo=print) -> None:
     echo(f"fetching {jar_set.purpose} with Maven into {jar_set.lib} (once) ...")
     output, count = [], 0
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as maven:
-        for line in maven.stdout:
+        for line in maven.stdout or ():
             output.append(line.rstrip())
             copied = COPIED.search(line)
             if copied:

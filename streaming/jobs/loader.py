@@ -23,7 +23,8 @@ from pyspark.sql.streaming import StreamingQuery
 from streaming.config import LoadSettings, UsageError
 from streaming.jobs.pipeline import with_trigger
 from streaming.kafka.options import sink_options
-from streaming.medallion.silver import TRADE_FIELDS, TRADE_SCHEMA
+from streaming.medallion.silver.dataframe import TRADE_SCHEMA
+from streaming.medallion.silver.rules import TRADE_FIELDS
 
 LOADER_QUERY = "loader"
 CORRUPT_COLUMN = "_corrupt_record"

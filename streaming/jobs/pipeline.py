@@ -1,5 +1,5 @@
 """The query starter: source -> transformations -> sink, checkpoint and trigger. Kept thin; the
-logic lives in silver.py, gold.py and lateness.py, the writing in sinks.py and the lake."""
+rules live in medallion/ (silver/, gold.py, lateness.py), the writing in sink/ and the lake."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from streaming.config import LoadSettings, Settings, format_duration
+from streaming.jobs.spark_job import SparkJob
 from streaming.kafka.options import explain_kafka_failure, source_options
-from streaming.lake.checkpoints import Checkpoints
 from streaming.lake.store import Lake
 from streaming.sink.medallion_sink import MedallionSink
 from streaming.sink.task_writes import MAX_RECORDS_PER_SHARE
@@ -153,14 +153,11 @@ class Restarts:
             self.in_a_row = 0
 
 
-class Pipeline:
+class Pipeline(SparkJob):
     """The streaming query of a run (a list: the status, restarts and stops are per query)."""
 
     def __init__(self, spark: SparkSession, settings: Settings, lake: Lake | None = None):
-        self.spark = spark
-        self.settings = settings
-        self.lake = lake or Lake(settings.data_dir, settings.storage_options)
-        self.checkpoints = Checkpoints(settings.checkpoint_dir, spark)
+        super().__init__(spark, settings, lake)
         self.queries: list[StreamingQuery] = []
         self._starters: dict[str, Callable[[], StreamingQuery]] = {}
         self.sinks: dict[str, MedallionSink] = {}  # each query's current sink (a restart makes a new one)

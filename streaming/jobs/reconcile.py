@@ -30,19 +30,27 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import Column, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import SparkSession
 
 from streaming.config import Settings
 from streaming.jobs.pipeline import MEDALLION_QUERY
-from streaming.lake.checkpoints import Checkpoints
+from streaming.jobs.spark_job import SparkJob
+from streaming.lake.lookups import rows_between, rows_written_by
 from streaming.lake.spark_delta import SparkLake
-from streaming.lake.store import Batch, Lake, before_offsets, in_time_range, quote, sql_literal
-from streaming.lake.tables import BATCH_WATERMARKS, CORRECTIONS, GOLD, LATE_TRADES, SILVER, Table, Write
+from streaming.lake.store import Batch, Lake
+from streaming.lake.tables import (
+    BATCH_WATERMARKS,
+    CORRECTIONS,
+    GOLD,
+    GOLD_WRITES,
+    LATE_TRADES,
+    SILVER,
+    Table,
+    Write,
+)
 from streaming.medallion import gold
 from streaming.medallion.corrections import correction_rows
 from streaming.medallion.gold import MEASURES
-from streaming.sink.medallion_sink import GOLD_WRITES
 
 BACKFILL_QUERY_ID = "backfill"
 _CENT = 0.005  # amounts are money: closer than half a cent is equal (float sums differ in order)
@@ -111,31 +119,19 @@ class BackfillReport:
         return " ".join(parts) or "Choose the windows to backfill."
 
 
-def counted_before(offsets: dict[tuple[str, int], int]) -> Column:
-    """Spark: rows whose Kafka record lies before `offsets` in its partition (none if empty)."""
-    condition = F.lit(False)
-    for (topic, partition), end in offsets.items():
-        condition = condition | ((F.col("topic") == topic) & (F.col("partition") == partition)
-                                 & (F.col("offset") < end))
-    return condition
-
-
-class Reconciler:
+class Reconciler(SparkJob):
     """Gold against silver for the dashboard, with Spark for the recompute."""
 
     def __init__(self, spark: SparkSession, settings: Settings, lake: Lake | None = None):
-        self.spark = spark
-        self.settings = settings
-        self.lake = lake or Lake(settings.data_dir, settings.storage_options)
+        super().__init__(spark, settings, lake)
         self.spark_lake = SparkLake(self.lake, spark)
-        self.checkpoint = Checkpoints(settings.checkpoint_dir, spark).query(MEDALLION_QUERY)
+        self.checkpoint = self.checkpoints.query(MEDALLION_QUERY)
 
     def watermark(self) -> datetime | None:
         """The latest watermark of the current query (windows ending by then are final)."""
         if not self.checkpoint.started:
             return None
-        marks = self.lake.read(BATCH_WATERMARKS, ["watermark"],
-                               f"{quote('query_id')} = {sql_literal(self.checkpoint.query_id)}")["watermark"]
+        marks = rows_written_by(self.lake, BATCH_WATERMARKS, self.checkpoint.query_id, ["watermark"])["watermark"]
         latest = pc.max(marks).as_py() if len(marks) else None
         return latest if latest and latest.timestamp() > 0 else None
 
@@ -148,18 +144,19 @@ class Reconciler:
     def recompute(self, start: datetime, end: datetime, offsets: dict[tuple[str, int], int]) -> pd.DataFrame:
         """Windows from silver's trades with event time in [start, end) and Kafka offsets before
         `offsets`, by the streaming logic."""
-        trades = (self.spark_lake.frame(SILVER)
-                  .where((F.col("event_time") >= start) & (F.col("event_time") < end) & counted_before(offsets))
+        trades = (self.spark_lake.frame_between(SILVER, "event_time", start, end, before=offsets)
                   .select("trade_id", "side", "amount", "event_time"))
         summary = gold.trade_summary(trades, self.settings.window).toArrow()
         if summary.num_rows == 0:
             return gold.WINDOW_SUMS_SCHEMA.empty_table().to_pandas()
         return summary.to_pandas()
 
-    def _read(self, table: Table, start: datetime, end: datetime, extra: str | None = None) -> pd.DataFrame:
-        """The rows of a table keyed by window whose window starts in [start, end)."""
-        where = in_time_range("window_start", start, end, high_inclusive=False) + (f" AND ({extra})" if extra else "")
-        return self.lake.read(table, where=where).to_pandas()
+    def _read(self, table: Table, start: datetime, end: datetime,
+              before: dict[tuple[str, int], int] | None = None) -> pd.DataFrame:
+        """The rows of a table keyed by window whose window starts in [start, end) (and whose
+        Kafka record lies before `before`'s offsets)."""
+        return rows_between(self.lake, table, "window_start", start, end, high_inclusive=False,
+                            before=before).to_pandas()
 
     def _compare(self, start: datetime, end: datetime, streamed: pd.DataFrame, offsets: dict,
                  watermark: datetime | None) -> pd.DataFrame:
@@ -171,7 +168,7 @@ class Reconciler:
     def _too_late(self, start: datetime, end: datetime, offsets: dict) -> pd.DataFrame:
         if not offsets:
             return LATE_TRADES.schema.empty_table().to_pandas()
-        return self._read(LATE_TRADES, start, end, before_offsets(offsets))
+        return self._read(LATE_TRADES, start, end, before=offsets)
 
     def _gold_as_read(self, start: datetime, end: datetime) -> tuple[pd.DataFrame, dict]:
         """Gold's windows and the offsets they include (call holding gold's locks)."""

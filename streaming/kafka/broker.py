@@ -10,7 +10,6 @@ the next start a recovery scan.
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import os
@@ -19,8 +18,9 @@ import signal
 import socket
 import subprocess
 import time
-import uuid
 from pathlib import Path
+
+from streaming.kafka.broker_config import log4j2_properties, new_cluster_id, server_properties
 
 log = logging.getLogger(__name__)
 
@@ -61,66 +61,6 @@ def _any_free_port(besides: int) -> int:
             port = sock.getsockname()[1]
         if port != besides:
             return port
-
-
-def new_cluster_id() -> str:
-    """A random UUID in Kafka's form (URL-safe base64, no padding); never with a leading '-',
-    which the format tool would take for an option."""
-    while True:
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-        if not cluster_id.startswith("-"):
-            return cluster_id
-
-
-def server_properties(log_dirs: Path, port: int, controller_port: int) -> str:
-    """One node that is broker and controller, on 127.0.0.1 only."""
-    settings = {
-        "process.roles": "broker,controller",
-        "node.id": "1",
-        "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
-        "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
-        "controller.listener.names": "CONTROLLER",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-        "inter.broker.listener.name": "PLAINTEXT",
-        "log.dirs": str(log_dirs),
-        # One node: every internal topic has one replica.
-        "offsets.topic.replication.factor": "1",
-        "transaction.state.log.replication.factor": "1",
-        "transaction.state.log.min.isr": "1",
-        "share.coordinator.state.topic.replication.factor": "1",
-        "share.coordinator.state.topic.min.isr": "1",
-        "group.initial.rebalance.delay.ms": "0",
-        # The compaction of __consumer_offsets needs a few MiB, not the 128 MiB of heap it
-        # takes by default.
-        "log.cleaner.dedupe.buffer.size": str(8 * 1024 * 1024),
-        # A short topic retention acts within a minute rather than five.
-        "log.retention.check.interval.ms": "60000",
-    }
-    return "".join(f"{key}={value}\n" for key, value in settings.items())
-
-
-def log4j2_properties(server_log: Path) -> str:
-    """Warnings and errors, and each start of the server, to a file of at most 3 x 10 MB. Each
-    line is flushed as written, so log4j's shutdown hook (which warns when the JVM stops) is off."""
-    return f"""status = warn
-shutdownHook = disable
-appender.file.type = RollingFile
-appender.file.name = file
-appender.file.fileName = {server_log}
-appender.file.filePattern = {server_log}.%i
-appender.file.layout.type = PatternLayout
-appender.file.layout.pattern = [%d] %p %m (%c)%n
-appender.file.policies.type = Policies
-appender.file.policies.size.type = SizeBasedTriggeringPolicy
-appender.file.policies.size.size = 10MB
-appender.file.strategy.type = DefaultRolloverStrategy
-appender.file.strategy.max = 2
-rootLogger.level = WARN
-rootLogger.appenderRef.file.ref = file
-logger.server.name = kafka.server.KafkaRaftServer
-logger.server.level = INFO
-"""
 
 
 def _log_end(path: Path, lines: int = 15) -> str:

@@ -12,7 +12,7 @@ import re
 import threading
 import time
 import uuid
-from typing import Mapping
+from typing import Any, Mapping
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -66,8 +66,13 @@ def librdkafka_logger() -> logging.Logger:
     return logger
 
 
-def producer_config(config: Mapping[str, str], **overrides) -> dict:
-    return {**PRODUCER_DEFAULTS, **config, **overrides, "logger": librdkafka_logger()}
+def _logged(config: Mapping[str, Any]) -> dict[str, Any]:
+    """librdkafka's settings with its log sent to ours (a logger object: its stubs allow only scalars)."""
+    return {**config, "logger": librdkafka_logger()}
+
+
+def producer_config(config: Mapping[str, str], **overrides) -> dict[str, Any]:
+    return _logged({**PRODUCER_DEFAULTS, **config, **overrides})
 
 
 def producer(config: Mapping[str, str], **overrides) -> Producer:
@@ -77,12 +82,12 @@ def producer(config: Mapping[str, str], **overrides) -> Producer:
 
 def consumer(config: Mapping[str, str], purpose: str, **overrides) -> Consumer:
     """A consumer that commits nothing, in a group of its own (`purpose` names it in the broker)."""
-    return Consumer({**config, "group.id": f"trade-summary-{purpose}-{uuid.uuid4().hex[:8]}",
-                     "enable.auto.commit": False, **overrides, "logger": librdkafka_logger()})
+    return Consumer(_logged({**config, "group.id": f"trade-summary-{purpose}-{uuid.uuid4().hex[:8]}",
+                             "enable.auto.commit": False, **overrides}))
 
 
 def admin(config: Mapping[str, str]) -> AdminClient:
-    return AdminClient({**config, "logger": librdkafka_logger()})
+    return AdminClient(_logged(config))
 
 
 def partitions_of(client: Consumer, topic: str, timeout_s: float) -> list[int]:

@@ -91,7 +91,7 @@ OFFSET_REQUEST_TIMEOUT_MS = 10_000
 OFFSET_RETRY_INTERVAL_MS = 1_000
 
 
-def offset_retries(ride_out: timedelta, request_timeout_ms: int | None = None) -> dict[str, str]:
+def offset_retries(ride_out: timedelta, request_timeout_ms: int | str | None = None) -> dict[str, str]:
     """How long an unreachable Kafka is ridden out, as the source's retry options (an admin
     request waits at least its client's request.timeout.ms)."""
     request_ms = int(request_timeout_ms or OFFSET_REQUEST_TIMEOUT_MS)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from datetime import datetime
 
 from streaming.lake.store import Batch, Lake
 from streaming.lake.tables import Table, Write, same_values
@@ -51,6 +52,18 @@ class SparkLake:
         if location is None:
             return self.spark.createDataFrame(self.lake.read(table))
         return self.spark.read.format("delta").load(location)
+
+    def frame_between(self, table: Table, column: str, start: datetime, end: datetime,
+                      before: dict[tuple[str, int], int]):
+        """The table's rows whose `column` is in [start, end) and whose Kafka record lies before
+        `before`'s offsets in its partition (none if it is empty)."""
+        from pyspark.sql import functions as F
+
+        before_offsets = F.lit(False)
+        for (topic, partition), end_offset in before.items():
+            before_offsets = before_offsets | ((F.col("topic") == topic) & (F.col("partition") == partition)
+                                               & (F.col("offset") < end_offset))
+        return self.frame(table).where((F.col(column) >= start) & (F.col(column) < end) & before_offsets)
 
     def publish(self, table: Table, rows, batch: Batch, *, write: Write | None = None, narrow: bool = True) -> bool:
         """Write `rows` (a DataFrame in the table's columns, one row per key) by the table's policy

@@ -10,6 +10,8 @@ may be a local path or an object-store URI), keeps each thread's tables open, an
   which opens only the files whose statistics can match (docs/architecture.md says why).
 * `writing(*tables)`: the tables' locks, for a writer that must read and write several of them
   as one step (the gold sink, a backfill). `publish` takes its table's lock itself.
+
+The conditions it reads by are built in sql.py; the pipeline's reads, by name, are lookups.py.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
 
@@ -36,6 +37,7 @@ from deltalake.transaction import AddAction
 from streaming.lake import tables
 from streaming.lake.files import DataFile
 from streaming.lake.locations import is_remote, local_path
+from streaming.lake.sql import key_ranges, quote
 from streaming.lake.tables import Table, Write, same_values
 from streaming.rows import one_per_key
 
@@ -53,49 +55,6 @@ class Batch:
 
     def app_id(self, table: Table) -> str:
         return f"{table.name}@{self.writer}"
-
-
-def quote(column: str) -> str:
-    return f'"{column}"'
-
-
-def sql_literal(value) -> str:
-    """A value as SQL for delta-rs: times in UTC at the tables' microsecond precision (a plain
-    ::timestamp is nanoseconds, which end in 2262: a valid trade dated 2999 would fail the
-    batch, again after every restart), text quoted."""
-    if isinstance(value, datetime):
-        iso = value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        return f"""arrow_cast('{iso}', 'Timestamp(Microsecond, Some("UTC"))')"""
-    if isinstance(value, str):
-        return "'" + value.replace("'", "''") + "'"
-    return str(value)
-
-
-def in_time_range(column: str, low: datetime, high: datetime, high_inclusive: bool = True) -> str:
-    """SQL: `column` from `low` up to `high` (included unless high_inclusive is False)."""
-    return (f"{quote(column)} >= {sql_literal(low)} AND {quote(column)} {'<=' if high_inclusive else '<'} "
-            f"{sql_literal(high)}")
-
-
-def before_offsets(offsets: dict[tuple[str, int], int]) -> str:
-    """SQL: rows whose Kafka record lies before `offsets` in its partition (none if it is empty)."""
-    return " OR ".join(f"({quote('topic')} = {sql_literal(topic)} AND {quote('partition')} = {int(partition)} "
-                       f"AND {quote('offset')} < {int(end)})" for (topic, partition), end in offsets.items()) or "FALSE"
-
-
-def key_ranges(rows: pa.Table, keys: Sequence[str]) -> list[str]:
-    """`t.k >= low AND t.k <= high` over the source's range of each integer or time key (offsets,
-    batch ids, event times): only a target row inside it can match, and delta-rs then reads
-    just the files whose statistics overlap it instead of the whole table, which grows all day."""
-    conditions = []
-    for key in keys:
-        kind = rows.schema.field(key).type
-        if pa.types.is_integer(kind) or pa.types.is_timestamp(kind):
-            low, high = pc.min_max(rows[key]).values()
-            if low.is_valid:
-                conditions.append(f"t.{quote(key)} >= {sql_literal(low.as_py())} "
-                                  f"AND t.{quote(key)} <= {sql_literal(high.as_py())}")
-    return conditions
 
 
 def plain_strings(rows: pa.Table) -> pa.Table:

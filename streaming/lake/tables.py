@@ -173,3 +173,6 @@ LATE_TRADES = Table(
 
 # Every table, in the order their locks are taken (store.Lake.writing).
 ALL = (BRONZE, SILVER, QUARANTINE, GOLD, CORRECTIONS, BATCH_WATERMARKS, LATE_TRADES)
+# The tables the sink's gold step writes as one step: a reader holding their locks (the
+# reconciliation, a backfill, the page) sees them all at the same batch.
+GOLD_WRITES = (GOLD, CORRECTIONS, BATCH_WATERMARKS, LATE_TRADES)

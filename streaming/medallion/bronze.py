@@ -8,7 +8,7 @@ from streaming.lake.tables import BRONZE
 
 
 def bronze_rows(parsed: pa.Table) -> pa.Table:
-    """A parsed micro-batch (silver.parse_trades + ingested_at) -> bronze rows, raw bytes kept."""
+    """A parsed micro-batch (silver.arrow.parse_records + ingested_at) -> bronze rows, raw bytes kept."""
     return pa.table({
         "key": parsed["key"], "value": parsed["value"], "topic": parsed["topic"],
         "partition": parsed["partition"], "offset": parsed["offset"],

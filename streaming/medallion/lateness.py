@@ -3,8 +3,8 @@
 Each micro-batch N of the query runs with one watermark: the latest event time among the
 trades silver took from the Kafka records before the batch's, less the delay (Spark's rule, over
 the trades that passed every check: a trade quarantined for jumping ahead in time never moves
-it; sinks.MedallionSink.latest_before). A trade of batch N is too late when its event time is
-at or before that watermark (`too_late`, in the sink).
+it; MedallionSink.latest_before in sink/medallion_sink.py). A trade of batch N is too late when
+its event time is at or before that watermark (`too_late`, in the sink).
 
 The sink records it in the `gold/batch_watermarks` ledger (`ledger_rows`): one row per (query,
 batch, topic, partition) with the offset range [start_offset, end_offset) it read from Spark's

@@ -1,8 +1,8 @@
 """Records read again: a replay (`--replay-from`), a fresh checkpoint over offsets silver already
 has, or a micro-batch that Spark runs again after a crash.
 
-Gold's windows are running totals that each batch adds its new trades to (sinks.py). Adding
-trades that may already be counted would count them twice, so when a batch's records were
+Gold's windows are running totals that each batch adds its new trades to (sink/gold_step.py).
+Adding trades that may already be counted would count them twice, so when a batch's records were
 in silver before, the windows its trades fall in are recounted from silver instead: every
 trade silver holds in them, each trade_id once, less those listed as too late (a replay
 keeps the live run's lateness decisions). A recount sets the windows, so it gives the same

@@ -1,2 +1,2 @@
-"""A run of the app: the command line, the lifecycle (start in order, stop in reverse), the one
-SparkSession, the health snapshot and the terminal."""
+"""A run of the app: the command line (arguments, environment, cli), the lifecycles (command, app,
+load_command, main), the one SparkSession, the health snapshot and the terminal."""

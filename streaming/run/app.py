@@ -1,132 +1,25 @@
-"""The lifecycle of a command: start the parts in order, stop them in reverse, whatever happens
-in between. `App` is `python run.py` (broker, simulation, pipeline, dashboard); `Loader` is
-`python run.py load`. `main(argv)` is the entry point; a test can start an App in-process.
+"""`python run.py`'s lifecycle: start the broker, simulation, pipeline and dashboard in order, stop them in reverse.
+
+A test can start an App in-process; main.py runs it from the command line.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
-import os
-import signal
-import sys
 import threading
 import time
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from streaming.config import KafkaTarget, LoadSettings, Settings, UsageError
-from streaming.kafka.broker import BrokerError
-from streaming.kafka.clients import LOGGER_NAME as LIBRDKAFKA_LOGGER
+from streaming.config import Settings
 from streaming.lake.store import Lake
-from streaming.run.cli import build_load_parser, build_parser, parse_load_settings, parse_settings
+from streaming.run.command import TERMINAL, Command, StartupError
 from streaming.run.instance import AlreadyRunning, InstanceLock
-from streaming.run.terminal import Terminal, progress_bar
+from streaming.run.terminal import progress_bar
 
 log = logging.getLogger("trade-summary")
 # (lake, refresh_ms, simulator, health snapshot, reconciler) -> a Dash app (its .server is served).
 DashboardFactory = Callable[..., Any]
-
-
-class StartupError(RuntimeError):
-    """A problem the user can fix; printed without a traceback."""
-
-
-TERMINAL = Terminal()
-
-
-def setup_logging() -> None:
-    handler = TERMINAL.handler()
-    handler.setFormatter(logging.Formatter("%(asctime)s  %(message)s", datefmt="%H:%M:%S"))
-    logging.basicConfig(level=logging.INFO, handlers=[handler])
-    for noisy in ("py4j", "werkzeug", LIBRDKAFKA_LOGGER):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
-
-
-class Command:
-    """What both commands share: signals, Java, Kafka (embedded or not), Spark, stopping."""
-
-    def __init__(self, settings: KafkaTarget):
-        self.settings = settings
-        self.stopping = threading.Event()
-        self.broker = None
-        self.spark = None
-        self._owns_spark = False  # a session already running in this process (a test's) is left running
-        self.broker_failed = False  # the embedded broker ended by itself or could not be stopped: exit code 1
-
-    def install_signal_handlers(self) -> None:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, self._request_stop)
-
-    def _request_stop(self, signum, _frame) -> None:
-        if not self.stopping.is_set():
-            log.info("received %s", signal.Signals(signum).name)
-            self.stopping.set()
-
-    def _check_stop(self) -> None:
-        if self.stopping.is_set():
-            raise KeyboardInterrupt
-
-    def _check_java(self) -> None:
-        from streaming.jars import JavaMissing, check_java
-
-        try:
-            check_java()
-        except JavaMissing as exc:
-            raise StartupError(str(exc)) from None
-
-    def _start_kafka(self) -> None:
-        """Start (or reuse) the embedded broker unless --bootstrap-servers; make sure the topic exists."""
-        from streaming.kafka.admin import KafkaUnreachable, ensure_topic, wait_until_reachable
-        from streaming.kafka.broker import EmbeddedBroker
-
-        s = self.settings
-        if s.embedded_broker:
-            log.info("starting the embedded Kafka broker on 127.0.0.1:%d (data in %s) ...", s.broker_port, s.broker_dir)
-            self.broker = EmbeddedBroker(s.broker_dir, s.broker_port)
-            self.broker.start()
-        try:
-            wait_until_reachable(s.kafka_client_config(), timeout_s=30)
-        except KafkaUnreachable as exc:
-            raise StartupError(f"{exc}. Check --bootstrap-servers and the client settings.") from None
-        created = ensure_topic(s.kafka_client_config(), s.topic, s.topic_partitions, s.topic_retention_ms)
-        log.info("Kafka ready at %s; topic '%s' %s", s.kafka_bootstrap, s.topic,
-                 f"created ({s.topic_partitions} partitions)" if created else "found")
-
-    def _start_spark(self) -> None:
-        from pyspark import SparkContext
-
-        from streaming.jars import JarsMissing
-        from streaming.run.spark_session import create_spark
-
-        conf = self.settings.spark_conf
-        # Keys only: a value may be a secret (a storage key, a token).
-        log.info("starting Spark (%s)%s ...", self.settings.master,
-                 f" with --conf {', '.join(key for key, _ in conf)}" if conf else "")
-        began = time.monotonic()
-        self._owns_spark = SparkContext._active_spark_context is None
-        try:
-            self.spark = create_spark(self.settings.master, conf_overrides=conf,
-                                      driver_host=self.settings.driver_host)
-        except JarsMissing as exc:
-            raise StartupError(str(exc)) from None
-        self.install_signal_handlers()  # SparkContext replaces the SIGINT handler with its own
-        log.info("Spark %s up in %.1f s", self.spark.version, time.monotonic() - began)
-
-    def _stop_spark_and_broker(self, keep_reused_broker: bool = False) -> None:
-        if self.spark is not None and self._owns_spark:
-            self.spark.stop()
-        if self.broker is not None:
-            if keep_reused_broker and self.broker.reused:
-                log.info("the embedded broker was already running before this command; it keeps running")
-                return
-            try:
-                self.broker.stop()
-            except BrokerError as exc:
-                log.error("%s", exc)
-                self.broker_failed = True
-                return
-            log.info("embedded broker stopped; its data stays in %s", self.broker.data_dir)
 
 
 class App(Command):
@@ -302,112 +195,3 @@ class App(Command):
             log.info("queries stopped")
         self._stop_spark_and_broker()
         self.instance.release()
-
-
-class Loader(Command):
-    """`python run.py load`: trade files from a landing zone -> the trades topic."""
-
-    def __init__(self, settings: LoadSettings):
-        super().__init__(settings)
-        self.query = None
-        self._last_logged_batch = -1
-        self.totals = {"files": 0, "lines": 0, "records": 0, "unparsed": 0}
-
-    def start(self) -> None:
-        from streaming.jobs.loader import check_filter, check_key, start_load_query
-
-        s = self.settings
-        log.info("Trade Summary loader: %s", s.describe())
-        check_key(s.key_column)
-        self._check_java()
-        self._start_spark()
-        check_filter(self.spark, s.where, s.key_column)  # a wrong --where fails before Kafka is touched
-        self._check_stop()
-        self._start_kafka()
-        self._check_stop()
-        self.query = start_load_query(self.spark, s)
-        pace = ": loading what is there, then exiting" if s.available_now else f" every {s.trigger.total_seconds():g} s"
-        log.info("watching %s for trade files%s", s.source_dir, pace)
-
-    def run_until_stopped(self) -> int:
-        from streaming.jobs.pipeline import short_error
-
-        while not self.stopping.wait(1.0) and self.query.isActive:
-            self._log_progress()
-        self._log_progress()
-        if self.query.isActive:
-            return 0  # stopped by a signal; stop() ends the query between micro-batches
-        error = self.query.exception()
-        if error is not None:
-            log.error("loading failed: %s", short_error(error))
-            return 1
-        log.info("done: %s in total", self._describe(self.totals))
-        return 0
-
-    def _log_progress(self) -> None:
-        from streaming.jobs.loader import new_batch_counts
-
-        for batch_id, counts in new_batch_counts(self.query.recentProgress, self._last_logged_batch):
-            self._last_logged_batch = batch_id
-            for name, value in counts.items():
-                self.totals[name] += value
-            log.info("batch %d: %s", batch_id, self._describe(counts))
-
-    def _describe(self, counts: dict[str, int]) -> str:
-        from streaming.jobs.loader import describe_counts
-
-        return describe_counts(counts, self.settings.topic)
-
-    def stop(self) -> None:
-        from streaming.jobs.pipeline import stop_queries
-
-        log.info("stopping ...")
-        if self.query is not None:
-            stop_queries([self.query])
-        # A broker that was already up belongs to a running app: leave it running.
-        self._stop_spark_and_broker(keep_reused_broker=True)
-
-
-def run_command(command_class, parse, build_parser, argv: list[str], help_command: str) -> int:
-    def usage_error(exc: UsageError) -> int:
-        build_parser().print_usage(sys.stderr)
-        print(f"error: {exc}\nRun `{help_command}` for all flags.", file=sys.stderr)
-        return 2
-
-    try:
-        settings = parse(argv, os.environ)
-    except UsageError as exc:
-        return usage_error(exc)
-
-    setup_logging()
-    command = command_class(settings)
-    command.install_signal_handlers()
-
-    code = 0
-    try:
-        command.start()
-        code = command.run_until_stopped()
-    except KeyboardInterrupt:
-        code = 0
-    except UsageError as exc:  # found only once Spark can check it, e.g. a --where condition
-        code = usage_error(exc)
-    except (StartupError, BrokerError) as exc:
-        log.error("error: %s", exc)
-        code = 1
-    except Exception as exc:  # noqa: BLE001 - a bug: keep the traceback, still stop cleanly
-        log.exception("unexpected error: %s", exc)
-        code = 1
-    finally:
-        command.stop()
-    log.info("stopped")
-    return 1 if command.broker_failed else code
-
-
-def main(argv: list[str] | None = None, dashboard: DashboardFactory | None = None) -> int:
-    """dashboard: the web app's factory (dashboard.app.create_app), handed in by run.py, so that
-    the pipeline's package never imports the dashboard."""
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["load"]:
-        return run_command(Loader, parse_load_settings, build_load_parser, argv[1:], "python run.py load --help")
-    return run_command(functools.partial(App, dashboard=dashboard), parse_settings, build_parser, argv,
-                       "python run.py --help")

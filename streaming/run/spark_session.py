@@ -168,6 +168,20 @@ def size_to_cluster(spark, wait_s: float = 60.0) -> int:
     return cores
 
 
+def _prepare_environment(bind: str) -> None:
+    """The environment the JVM and Spark's Python workers read when they start."""
+    # Python workers must import `streaming` (the source's reader is pickled by reference).
+    python_path = os.environ.get("PYTHONPATH", "")
+    if str(REPO_ROOT) not in python_path.split(os.pathsep):
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), python_path) if p)
+    os.environ.setdefault("SPARK_LOCAL_IP", bind)
+    # glibc gives each thread that allocates its own arena, and librdkafka's and the JVM's threads
+    # kept much freed memory that way while catching up (docs/performance.md#memory).
+    os.environ.setdefault("MALLOC_ARENA_MAX", "2")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+
 def create_spark(master: str = "local[*]", app_name: str = "trade-summary", shuffle_partitions: int | None = None,
                  conf_overrides: Iterable[tuple[str, str]] = (), driver_host: str | None = None):
     """The session, with our settings and then `conf_overrides` (the user's --conf) over them.
@@ -178,17 +192,7 @@ def create_spark(master: str = "local[*]", app_name: str = "trade-summary", shuf
     conf_overrides = list(conf_overrides)
     address = dict(conf_overrides).get("spark.driver.host") or driver_address(master, driver_host)
     bind = bind_address(master, address)
-    # Python workers must import `streaming` (the source's reader is pickled by reference).
-    python_path = os.environ.get("PYTHONPATH", "")
-    if str(REPO_ROOT) not in python_path.split(os.pathsep):
-        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), python_path) if p)
-    os.environ.setdefault("SPARK_LOCAL_IP", bind)
-    # For the JVM and Spark's Python workers (read at their start): glibc gives each thread that
-    # allocates its own arena, and librdkafka's and the JVM's threads kept much freed memory that
-    # way while catching up (docs/performance.md#memory).
-    os.environ.setdefault("MALLOC_ARENA_MAX", "2")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    _prepare_environment(bind)
 
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway

@@ -60,7 +60,7 @@ def trading_day(seed: int = SEED) -> dict[str, list[str]]:
 
 def summary(files: dict[str, list[str]]) -> dict:
     """What the day holds: lines, distinct valid trades by channel, and their buy/sell totals."""
-    trades = {}
+    trades: dict[str, dict] = {}
     for lines in files.values():
         for line in lines:
             try:
@@ -69,7 +69,7 @@ def summary(files: dict[str, list[str]]) -> dict:
                 continue
             if isinstance(trade.get("quantity"), int) and trade.get("side") in ("BUY", "SELL"):
                 trades.setdefault(trade["trade_id"], trade)  # the first copy wins
-    amounts = Counter()
+    amounts: dict[str, float] = {"BUY": 0.0, "SELL": 0.0}
     for trade in trades.values():
         amounts[trade["side"]] += trade["quantity"] * trade["price"]
     return {

@@ -254,11 +254,12 @@ def latest_event_time(client_config: Mapping[str, str], topic: str, tail: int = 
         deadline = time.monotonic() + timeout_s
         while pending and time.monotonic() < deadline:
             for msg in consumer.consume(500, timeout=0.5):
-                if msg.error() is not None:
-                    pending.discard(msg.partition())  # end of partition
+                partition, offset = msg.partition(), msg.offset()
+                if msg.error() is not None or partition is None or offset is None:
+                    pending.discard(partition)  # end of partition
                     continue
-                if msg.offset() >= ranges[msg.partition()][1] - 1:
-                    pending.discard(msg.partition())
+                if offset >= ranges[partition][1] - 1:
+                    pending.discard(partition)
                 moment = _event_time_of(msg.value())
                 if moment is not None and (latest is None or moment > latest):
                     latest = moment
@@ -270,6 +271,8 @@ def latest_event_time(client_config: Mapping[str, str], topic: str, tail: int = 
 
 
 def _event_time_of(value: bytes | None) -> datetime | None:
+    if value is None:
+        return None
     try:
         text = json.loads(value)["event_time"]
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))

@@ -1,2 +1,3 @@
-"""The foreachBatch sink: one micro-batch -> every table, as steps (the tasks' writes, the
-seen-ids index, the gold step), through the lake."""
+"""The foreachBatch sink: one micro-batch -> every table, as steps (medallion_sink: the batch and
+which way it is written; task_writes: the tasks' writes; read_before: records read again;
+seen_ids: the dedup index; gold_step: gold, corrections, too-late trades and the ledger)."""

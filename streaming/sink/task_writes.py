@@ -1,16 +1,16 @@
-"""What each Spark task does with its share of a micro-batch, where the data is (sinks.py runs
+"""What each Spark task does with its share of a micro-batch, where the data is (medallion_sink.py runs
 it through `mapInArrow` over the batch's Kafka records, one task per share: Spark's Kafka source
 cuts a batch into at least one share per core and at most MAX_RECORDS_PER_SHARE records each,
 and a live batch of up to ONE_SHARE_UP_TO records is one share):
 
-* parses its share's records (silver.parse_records), so each record is parsed and written in
+* parses its share's records (silver.arrow.parse_records), so each record is parsed and written in
   one Python process;
 * writes the share's bronze, quarantine and silver rows as new Parquet files into the tables'
   locations (lake/files.py); the driver commits them, so nothing is visible before it does;
 * keeps for silver the first copy of each trade_id in the share (arrival order). Whether silver
-  holds any of them already the driver tells from their ids' hashes (TradeIds below), without a
+  holds any of them already the driver tells from their ids' hashes (seen_ids.TradeIds), without a
   read of silver per task: a batch with such a trade goes through the driver's MERGEs instead;
-* sends a new trade whose event time jumps far ahead of all seen (silver.time_jump_reasons) to
+* sends a new trade whose event time jumps far ahead of all seen (silver.guard) to
   quarantine instead;
 * judges the new trades against the batch's watermark and sends back, rather than rows, what
   the driver needs for gold: the on-time trades' window sums, the too-late trades, a hash of
@@ -27,17 +27,19 @@ from datetime import datetime, timedelta
 from typing import Iterator
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from streaming.lake.files import DataFile, write_file
 from streaming.lake.store import Lake
-from streaming.lake.tables import QUARANTINE, SILVER, UTC_TIME, Table
-from streaming.medallion import bronze, silver
+from streaming.lake.tables import BRONZE, QUARANTINE, SILVER, UTC_TIME, Table
+from streaming.medallion.bronze import bronze_rows
 from streaming.medallion.gold import window_sums
 from streaming.medallion.lateness import LATE_CANDIDATE_COLUMNS, too_late
-from streaming.rows import no_cycle_collection, one_per_key
+from streaming.medallion.silver.arrow import parse_records, quarantine_rows
+from streaming.medallion.silver.guard import screened
+from streaming.rows import no_cycle_collection
+from streaming.sink.seen_ids import trade_id_hashes
 
 # A share is held in memory as records, trades and files: Spark cuts a bigger range of a partition.
 MAX_RECORDS_PER_SHARE = 100_000
@@ -64,7 +66,7 @@ class BatchPlan:
     watermark: datetime  # the batch's: trades at or before it are too late
     window: timedelta
     ingested_at: datetime
-    latest_seen: datetime | None = None  # the latest event time before the batch (silver.time_jump_reasons)
+    latest_seen: datetime | None = None  # the latest event time before the batch (silver.guard)
     max_event_time_jump: timedelta = timedelta(days=1)
 
 
@@ -84,11 +86,6 @@ def _result(kind: str, table: str = "", file: DataFile | None = None, payload: b
             "num_rows": file.rows if file else None, "stats": file.stats if file else None, "payload": payload}
 
 
-def trade_id_hashes(ids: pa.ChunkedArray) -> pa.Array:
-    """A 64-bit hash per trade_id: enough to find the same trade in two tasks' shares."""
-    return pa.array(pd.util.hash_array(ids.to_numpy(zero_copy_only=False)), pa.uint64())
-
-
 class ShareWriter:
     """The task side of one micro-batch."""
 
@@ -102,24 +99,19 @@ class ShareWriter:
         """records: this task's share of the batch, as Spark's Kafka source gives them."""
         with no_cycle_collection():
             # Each Arrow batch is parsed as it comes, while Spark's reader fetches the next.
-            parsed = [silver.parse_records(pa.Table.from_batches([batch], KAFKA_RECORDS)) for batch in records]
+            parsed = [parse_records(pa.Table.from_batches([batch], KAFKA_RECORDS)) for batch in records]
             results = list(self.write_parsed(pa.concat_tables(parsed))) if parsed else []
         yield from results
 
     def write_parsed(self, rows: pa.Table) -> Iterator[pa.RecordBatch]:
-        """The share's records parsed (silver.parse_records) -> the tables' files and the driver's results."""
+        """The share's records parsed (parse_records) -> the tables' files and the driver's results."""
         if rows.num_rows == 0:
             return
         rows = rows.append_column("ingested_at", pa.repeat(pa.scalar(self.plan.ingested_at, UTC_TIME), rows.num_rows))
-        valid = silver.silver_rows(rows)
-        trades = one_per_key(valid, ["trade_id"], keep="first")
-        if trades.num_rows < valid.num_rows:  # copies of a trade_id in the share: the first wins
-            _, conflicting, reasons = silver.split_conflicts(valid, trades)
-            rows = silver.with_reasons(rows, conflicting, reasons)
-        new, jumped, reasons = silver.split_time_jumps(trades, self.plan.latest_seen, self.plan.max_event_time_jump)
-        rows = silver.with_reasons(rows, jumped, reasons)
-        results = [self.write(bronze.BRONZE, bronze.bronze_rows(rows)),
-                   self.write(QUARANTINE, silver.quarantine_rows(rows)),
+        # Without silver at hand: the driver tells from the new ids' hashes whether silver held any.
+        rows, new = screened(rows, self.plan.latest_seen, self.plan.max_event_time_jump)
+        results = [self.write(BRONZE, bronze_rows(rows)),
+                   self.write(QUARANTINE, quarantine_rows(rows)),
                    self.write(SILVER, new)]
         late = too_late(new, self.plan.watermark)
         results += [
@@ -168,41 +160,3 @@ class TaskResults:
     def same_trade_kept_twice(self) -> bool:
         every = self.new_id_hashes()
         return len(np.unique(every)) < len(every)
-
-
-class TradeIds:
-    """Hashes of every trade_id silver holds, sorted, so that the driver knows whether a trade
-    new to a task's share is new to silver at any event time, without reading silver's ids each
-    micro-batch. Read from silver once per sink; new ids join a small sorted run that is merged
-    in now and then."""
-
-    MERGE_AT = 65_536
-
-    def __init__(self, lake: Lake):
-        self.lake = lake
-        self._all: np.ndarray | None = None
-        self._recent = np.empty(0, np.uint64)
-
-    def _loaded(self) -> np.ndarray:
-        if self._all is None:
-            # A batch at a time: silver's ids as strings would take several times their hashes.
-            hashes = [trade_id_hashes(batch["trade_id"]).to_numpy() for batch in self.lake.scan(SILVER, ["trade_id"])]
-            self._all = np.sort(np.concatenate(hashes)) if hashes else np.empty(0, np.uint64)
-        return self._all
-
-    def known(self, hashes: np.ndarray) -> np.ndarray:
-        """Per hash: whether silver may hold its trade_id (a 64-bit hash: check before acting)."""
-        return _in_sorted(self._loaded(), hashes) | _in_sorted(self._recent, hashes)
-
-    def add(self, hashes: np.ndarray) -> None:
-        self._loaded()
-        self._recent = np.sort(np.concatenate([self._recent, hashes]))
-        if len(self._recent) >= self.MERGE_AT:
-            self._all, self._recent = np.sort(np.concatenate([self._all, self._recent])), self._recent[:0]
-
-
-def _in_sorted(values: np.ndarray, hashes: np.ndarray) -> np.ndarray:
-    if len(values) == 0:
-        return np.zeros(len(hashes), bool)
-    at = np.minimum(np.searchsorted(values, hashes), len(values) - 1)
-    return values[at] == hashes

@@ -10,7 +10,7 @@ from dashboard.data import exactly_once_evidence
 from streaming.jobs.pipeline import MEDALLION_QUERY
 from streaming.lake.store import Lake
 from streaming.lake.tables import BATCH_WATERMARKS, BRONZE, CORRECTIONS, GOLD, LATE_TRADES, QUARANTINE, SILVER
-from streaming.sink.medallion_sink import MedallionSink
+from streaming.sink.gold_step import GoldStep
 from tests.support.corpus import DAY, trade
 
 TABLES = (BRONZE, SILVER, QUARANTINE, GOLD, BATCH_WATERMARKS, CORRECTIONS, LATE_TRADES)
@@ -55,7 +55,7 @@ def test_a_crash_after_silver_before_gold_is_completed_on_restart_and_counts_not
                trade("t3", "BUY", 1, 10.0, DAY + "09:40:00Z"))
     stream.process()
     # The next batch dies once bronze, silver and quarantine hold it, before gold is touched.
-    monkeypatch.setattr(MedallionSink, "update_gold", killed_between_silver_and_gold)
+    monkeypatch.setattr(GoldStep, "update_gold", killed_between_silver_and_gold)
     stream.add(trade("t4", "SELL", 3, 5.0, DAY + "09:20:00Z"), trade("t5", "BUY", 1, 1.0, DAY + "09:05:00Z"),
                trade("t1", "BUY", 2, 50.0, DAY + "09:01:00Z"), b"[1, 2]")
     with pytest.raises(Exception, match="killed between silver and gold"):

@@ -4,7 +4,8 @@ a bad record, the same typed trade for a good one."""
 
 import pyarrow as pa
 
-from streaming.medallion import silver
+from streaming.medallion.silver.arrow import parse_records
+from streaming.medallion.silver.dataframe import parse_trades
 from tests.support.corpus import BAD, EDGE, GOOD, raw
 
 KAFKA_COLUMNS = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp"
@@ -17,11 +18,11 @@ def test_spark_and_arrow_parse_every_record_alike(spark):
     rows += [(None, raw(GOOD), "trades", 0, len(rows), None), (b"", raw(GOOD), "trades", 0, len(rows) + 1, None)]
     names = [*cases, "no key", "empty key"]
 
-    by_spark = silver.parse_trades(spark.createDataFrame(rows, KAFKA_COLUMNS)).orderBy("offset").toArrow()
+    by_spark = parse_trades(spark.createDataFrame(rows, KAFKA_COLUMNS)).orderBy("offset").toArrow()
     records = pa.table({"key": [r[0] for r in rows], "value": [r[1] for r in rows], "topic": ["trades"] * len(rows),
                         "partition": pa.array([0] * len(rows), pa.int32()), "offset": list(range(len(rows))),
                         "timestamp": pa.array([None] * len(rows), pa.timestamp("us", tz="UTC"))})
-    by_arrow = silver.parse_records(records)
+    by_arrow = parse_records(records)
 
     def answer(parsed, i):
         values = {c: (parsed[c].cast(pa.int64()) if c == "event_time" else parsed[c])[i].as_py() for c in COMPARED}

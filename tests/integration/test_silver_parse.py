@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from streaming.medallion import silver
+from streaming.medallion.silver import dataframe as silver
 from tests.support.corpus import BAD, GOOD
 
 KAFKA_COLUMNS = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp"

@@ -8,8 +8,8 @@ import numpy as np
 import pyarrow as pa
 
 from streaming.lake.tables import UTC_TIME
-from streaming.medallion.silver import conflict_reasons, split_conflicts
-from streaming.sink.task_writes import TradeIds, _in_sorted
+from streaming.medallion.silver.guard import conflict_reasons, split_conflicts
+from streaming.sink.seen_ids import TradeIds, _in_sorted
 
 T0 = datetime(2026, 3, 2, 9, 1, tzinfo=timezone.utc)
 
@@ -41,7 +41,7 @@ def test_split_conflicts_keeps_the_rest_in_order():
 
 def test_the_id_index_knows_what_silver_held_and_what_was_added_since(tmp_path):
     from streaming.lake.store import Lake
-    from streaming.sink.task_writes import trade_id_hashes
+    from streaming.sink.seen_ids import trade_id_hashes
 
     ids = TradeIds(Lake(tmp_path))  # no silver yet: nothing known
     hashes = lambda *names: trade_id_hashes(pa.chunked_array([pa.array(names)])).to_numpy()  # noqa: E731
@@ -56,7 +56,7 @@ def test_the_id_index_knows_what_silver_held_and_what_was_added_since(tmp_path):
 def test_the_id_index_starts_from_every_trade_id_silver_holds(tmp_path):
     from streaming.lake.store import Batch, Lake
     from streaming.lake.tables import SILVER
-    from streaming.sink.task_writes import trade_id_hashes
+    from streaming.sink.seen_ids import trade_id_hashes
 
     lake = Lake(tmp_path)
     for batch, names in enumerate((["a", "b"], ["c"])):

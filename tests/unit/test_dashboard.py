@@ -9,7 +9,6 @@ import pytest
 
 from dashboard import ids
 from dashboard.app import create_app
-from dashboard.callbacks import late_knobs, validate_rate
 from dashboard.client import call, decode, store_snapshot
 from dashboard.data import (
     CORRECTION_COLUMNS,
@@ -23,6 +22,7 @@ from dashboard.data import (
     snapshot_from,
 )
 from dashboard.figures import BUY_COLOR, SELL_COLOR, SETTLEMENT_COLOR, summary_figure
+from dashboard.panels.producer import late_knobs, validate_rate
 from streaming.lake.store import Batch, Lake
 from streaming.lake.tables import CORRECTIONS, GOLD, LATE_TRADES, SILVER
 

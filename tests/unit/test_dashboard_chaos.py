@@ -8,8 +8,8 @@ import pytest
 
 from dashboard import ids
 from dashboard.app import create_app
-from dashboard.callbacks import UNAVAILABLE
 from dashboard.client import call
+from dashboard.panels.producer import UNAVAILABLE
 from tests.unit.test_dashboard_guards import NOT_NUMBERS, FakeSimulator
 
 

@@ -11,9 +11,8 @@ import pyarrow as pa
 
 from dashboard import ids
 from dashboard.app import create_app
-from dashboard.callbacks import NOTHING_TO_EXPORT
 from dashboard.client import store_snapshot
-from dashboard.export import WINDOW_HEADER, windows_csv
+from dashboard.panels.export import NOTHING_TO_EXPORT, WINDOW_HEADER, windows_csv
 from streaming.lake.store import Batch, Lake
 from streaming.lake.tables import CORRECTIONS
 from tests.unit.test_dashboard import WINDOWS, write_gold

@@ -14,8 +14,9 @@ import pytest
 
 from dashboard import ids
 from dashboard.app import create_app
-from dashboard.callbacks import CHOOSE_WINDOWS, SWITCH_INVALID
 from dashboard.client import call
+from dashboard.panels.producer import SWITCH_INVALID
+from dashboard.panels.reconciliation import CHOOSE_WINDOWS
 from streaming.config import Settings, Simulation, UsageError
 from streaming.run.cli import parse_settings
 

@@ -12,7 +12,8 @@ from deltalake import DeltaTable, write_deltalake
 
 from streaming.lake import tables
 from streaming.lake.files import write_file
-from streaming.lake.store import Batch, Lake, in_time_range, key_ranges
+from streaming.lake.sql import in_time_range, key_ranges
+from streaming.lake.store import Batch, Lake
 from streaming.lake.tables import Table, Write
 
 KEYS = ("topic", "partition", "offset")

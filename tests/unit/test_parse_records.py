@@ -7,7 +7,7 @@ import random
 import pyarrow as pa
 import pytest
 
-from streaming.medallion import silver
+from streaming.medallion.silver import arrow as silver
 from tests.support.corpus import BAD, EDGE, GOOD, raw
 
 UTC = pa.timestamp("us", tz="UTC")

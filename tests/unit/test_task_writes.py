@@ -8,8 +8,9 @@ import pyarrow as pa
 
 from streaming.lake.files import file_stats
 from streaming.medallion.gold import merge_window_sums, window_sums
-from streaming.sink.medallion_sink import new_to_silver
-from streaming.sink.task_writes import TaskResults, to_ipc, trade_id_hashes
+from streaming.medallion.silver.guard import new_to_silver
+from streaming.sink.seen_ids import trade_id_hashes
+from streaming.sink.task_writes import TaskResults, to_ipc
 
 UTC = pa.timestamp("us", tz="UTC")
 AT = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)

@@ -5,7 +5,7 @@ from datetime import datetime, timedelta, timezone
 import pyarrow as pa
 
 from streaming.lake.tables import UTC_TIME
-from streaming.medallion.silver import split_time_jumps, time_jump_reasons, with_reasons
+from streaming.medallion.silver.guard import split_time_jumps, time_jump_reasons, with_reasons
 
 UTC = timezone.utc
 DAY = timedelta(days=1)

@@ -1,0 +1,47 @@
+"""What the benchmark's commands share on the command line: numeric flags, Spark flags, SIGTERM and logging."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+from typing import Callable
+
+from streaming.run.arguments import add_spark_conf_argument
+
+# (flag, type, default, meaning): the help says the meaning, then the default.
+Number = tuple[str, Callable[[str], float], float, str]
+
+
+def tool_parser(prog: str, description: str, *numbers: Number) -> argparse.ArgumentParser:
+    """A tool's parser, opening with its numeric flags."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    add_numbers(parser, *numbers)
+    return parser
+
+
+def add_numbers(parser: argparse.ArgumentParser, *numbers: Number) -> None:
+    for flag, kind, default, meaning in numbers:
+        parser.add_argument(flag, type=kind, default=default, help=f"{meaning} (default: %(default)s)")
+
+
+def add_spark_arguments(parser: argparse.ArgumentParser, master: str) -> None:
+    """--master (the tool's own default) and --conf KEY=VALUE, as the pipeline takes it."""
+    parser.add_argument("--master", default=master, help="Spark master (default: %(default)s)")
+    add_spark_conf_argument(parser)
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def stop_on_sigterm() -> None:
+    """A SIGTERM (`kill`, `timeout`) stops a run as Ctrl-C does, so its broker, Spark and temporary files go too."""
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
+def log_to_terminal() -> None:
+    """Timestamped INFO lines from the tool; only warnings from Spark's gateway, the product and deltalake."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s  %(message)s", datefmt="%H:%M:%S")
+    for noisy in ("py4j", "streaming", "deltalake"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -1,0 +1,62 @@
+"""What the panels' callbacks share: the readers, the run's optional parts, the frames' derived values.
+
+The readers hand back the same frame until its table changes; what is worked out from a frame
+(gold's trading days, a day's late data) is kept until then."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from dashboard.data import QuarantineReader, SilverFilterValues, TableReader, VersionReader, late_data, trading_days
+from streaming.lake.store import Lake
+
+
+@dataclass
+class PageContext:
+    """readers: "gold", "corrections" and "late_trades". status: the health snapshot, read now.
+    Without a simulator, reconciler or lake the controls that need them say so on the page."""
+
+    readers: dict[str, TableReader]
+    status: Callable[[], dict]
+    simulator: Any = None  # a Simulator
+    reconciler: Any = None  # a Reconciler
+    lake: Lake | None = None
+    filter_values: SilverFilterValues | None = None
+    quarantine: QuarantineReader | None = None
+    versions: VersionReader | None = field(init=False)
+    # The readers hand back the same frame until its table changes: what is worked out from a
+    # frame is kept until then (gold changes with every micro-batch, corrections far less often).
+    _days_of: dict = field(init=False, repr=False)
+    _late_of: dict = field(init=False, repr=False)
+
+    def __post_init__(self):
+        self.versions = VersionReader(self.lake) if self.lake is not None else None
+        self._days_of = {"gold": None, "days": []}
+        self._late_of = {"corrections": None, "late_trades": None, "day": None, "late": None}
+
+    def gold_days(self) -> list[str]:
+        """trading_days of gold, worked out again only when the reader has read a new frame."""
+        gold = self.readers["gold"].read()
+        if self._days_of["gold"] is not gold:
+            self._days_of.update(gold=gold, days=trading_days(gold))
+        return self._days_of["days"]
+
+    def shown_day(self, day: str | None) -> str | None:
+        """The day the page shows for the picker's choice (see pick_day)."""
+        return pick_day(day, self.gold_days())
+
+    def day_late_data(self, day: str | None) -> dict:
+        """late_data of the day, worked out again only when corrections or late trades changed."""
+        late_of = self._late_of
+        corrections, late_trades = self.readers["corrections"].read(), self.readers["late_trades"].read()
+        if not (late_of["corrections"] is corrections and late_of["late_trades"] is late_trades
+                and late_of["day"] == day):
+            late_of.update(corrections=corrections, late_trades=late_trades, day=day,
+                           late=late_data(corrections, late_trades, day))
+        return late_of["late"]
+
+
+def pick_day(day: str | None, days: list[str]) -> str | None:
+    """The day the page shows for the picker's choice: that day if gold has it, else the newest."""
+    return day if day in days else next(iter(days), None)

@@ -1,0 +1,25 @@
+"""Shared pieces of the panels' text and markup: money, a change before → after, a feed table."""
+
+from __future__ import annotations
+
+from dash import html
+
+
+def money(value: float, decimals: int = 2) -> str:
+    """$1,234,567.89; negative as −$1,234.00."""
+    sign = "−" if value < 0 else ""
+    return f"{sign}${abs(value):,.{decimals}f}"
+
+
+def change(before: float, after: float) -> str:
+    return f"{money(before)} → {money(after)}" if before != after else money(after)
+
+
+def feed_table(headers: list[str], rows: list[list], empty: str) -> html.Table | html.P:
+    """A panel's rows as an HTML table, or the `empty` note when there are none."""
+    if not rows:
+        return html.P(empty, className="empty-note")
+    return html.Table(className="feed", children=[
+        html.Thead(html.Tr([html.Th(h) for h in headers])),
+        html.Tbody([html.Tr([html.Td(cell) for cell in row]) for row in rows]),
+    ])

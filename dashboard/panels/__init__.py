@@ -1,0 +1,23 @@
+"""The page's panels: one module each, holding the panel's layout and its callbacks."""
+
+from dashboard.panels import (
+    chart,
+    corrections,
+    exactly_once,
+    export,
+    health,
+    kpis,
+    producer,
+    quarantine,
+    reconciliation,
+    time_machine,
+    too_late,
+)
+
+__all__ = ["chart", "corrections", "exactly_once", "export", "health", "kpis", "producer", "quarantine",
+           "reconciliation", "time_machine", "too_late", "WITH_CALLBACKS"]
+
+# The panels with callbacks, in page order (the too-late list has none of its own: the
+# corrections panel's callback draws it, with the rest of the late data, in one request).
+WITH_CALLBACKS = (kpis, chart, time_machine, export, producer, corrections, quarantine, reconciliation, exactly_once,
+                  health)

@@ -1,0 +1,85 @@
+"""The export buttons: the shown day's windows (with running totals) or its corrections, as CSV downloads.
+
+The CSV text is built by pure functions: snapshot records in, CSV text out."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
+
+from dashboard import ids
+from dashboard.context import PageContext
+from dashboard.data import json_records, on_day
+from dashboard.figures import running_totals, window_rows
+from dashboard.inputs import store_day
+
+NOTHING_TO_EXPORT = "Nothing to export yet: the chart has no trading day."
+WINDOW_HEADER = ["window_start", "window_end", "buy", "sell", "settlement", "trade_count", "revision",
+                 "running_buy", "running_sell", "running_settlement"]
+CORRECTION_HEADER = ["corrected_at", "window_start", "buy_before", "buy_after", "sell_before", "sell_after",
+                     "settlement_before", "settlement_after", "trade_count_before", "trade_count_after",
+                     "late_trades", "batch_id"]
+CORRECTION_FIELDS = ["corrected_at", "window_start", "buy_amount_before", "buy_amount_after", "sell_amount_before",
+                     "sell_amount_after", "settlement_amount_before", "settlement_amount_after", "trade_count_before",
+                     "trade_count_after", "late_trades", "batch_id"]
+
+
+def layout() -> html.Div:
+    """CSV downloads of the shown day."""
+    return html.Div(className="export-actions", children=[
+        html.Button("Download windows (CSV)", id=ids.EXPORT_WINDOWS, n_clicks=0),
+        html.Button("Download corrections (CSV)", id=ids.EXPORT_CORRECTIONS, n_clicks=0),
+        html.Span(id=ids.EXPORT_MESSAGE, className="control-message", role="status"),
+        dcc.Download(id=ids.DOWNLOAD_WINDOWS),
+        dcc.Download(id=ids.DOWNLOAD_CORRECTIONS),
+    ])
+
+
+def _csv(header: list[str], rows) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+def windows_csv(snapshot: dict | None) -> str:
+    """The snapshot's windows, oldest first, with the running totals of buy, sell and settlement."""
+    rows = window_rows(snapshot)
+    totals = running_totals(rows)
+    return _csv(WINDOW_HEADER, [
+        [w["window_start"], w["window_end"], w["buy_amount"], w["sell_amount"], w["settlement_amount"],
+         w["trade_count"], w["revision"], t["buy_amount"], t["sell_amount"], t["settlement_amount"]]
+        for w, t in zip(rows, totals)])
+
+
+def corrections_csv(corrections: list[dict]) -> str:
+    """Correction records (json_records of gold/corrections), oldest first as given."""
+    return _csv(CORRECTION_HEADER, [["" if c.get(f) is None else c[f] for f in CORRECTION_FIELDS]
+                                    for c in corrections])
+
+
+def export_name(day: str, what: str) -> str:
+    """trade-summary-2026-03-02-windows.csv"""
+    return f"trade-summary-{day}-{what}.csv"
+
+
+def register(app: Dash, context: PageContext) -> None:
+    @app.callback(Output(ids.DOWNLOAD_WINDOWS, "data"), Output(ids.DOWNLOAD_CORRECTIONS, "data"),
+                  Output(ids.EXPORT_MESSAGE, "children"), Input(ids.EXPORT_WINDOWS, "n_clicks"),
+                  Input(ids.EXPORT_CORRECTIONS, "n_clicks"), State(ids.SNAPSHOT, "data"), prevent_initial_call=True)
+    def export_csv(_windows, _corrections, snapshot):
+        """The shown day's windows (with running totals) or its corrections, as a CSV download."""
+        day = store_day(snapshot)
+        if day is None:
+            return no_update, no_update, NOTHING_TO_EXPORT
+        if ctx.triggered_id == ids.EXPORT_CORRECTIONS:
+            # The store holds only the feed's newest corrections: the export reads the day's whole.
+            frame = on_day(context.readers["corrections"].read(), day)
+            frame = frame.sort_values(["corrected_at", "window_start"], kind="stable")
+            content = corrections_csv(json_records(frame, ("window_start", "corrected_at")))
+            return no_update, dcc.send_string(content, export_name(day, "corrections"), "text/csv"), ""
+        content = windows_csv(snapshot)
+        return dcc.send_string(content, export_name(day, "windows"), "text/csv"), no_update, ""

@@ -1,0 +1,65 @@
+"""The pipeline health panel: each query's state, the producer's counters, Kafka's lag and its sparkline."""
+
+from __future__ import annotations
+
+from dash import Dash, Input, Output, dcc, html
+
+from dashboard import figures, ids
+from dashboard.context import PageContext
+from dashboard.formatting import feed_table
+
+
+def layout() -> html.Section:
+    return html.Section(className="panel health", children=[
+        html.H2("Pipeline health"),
+        html.Div(id=ids.HEALTH_QUERIES),
+        html.Div(className="health-lag", children=[
+            html.Div(id=ids.KAFKA_LAG),
+            dcc.Graph(id=ids.LAG_SPARKLINE, className="sparkline", config={"displayModeBar": False}),
+        ]),
+    ])
+
+
+def _rate(value) -> str:
+    return "—" if value is None else f"{value:,.0f}/s"
+
+
+def health_table(snapshot: dict | None):
+    """Per query: state (with the error), batch, rates, duration, watermark. (The stream keeps no
+    Spark state, so there are no state rows or watermark drops to show: the too-late list has them.)"""
+    status = (snapshot or {}).get("status", {})
+    rows = []
+    for q in status.get("queries", []):
+        state = f"FAILED: {q['error'][:300]}" if q["error"] else "active" if q["active"] else "stopped"
+        rows.append([q["name"], state, "—" if q["batch_id"] is None else f"{q['batch_id']:,}",
+                     _rate(q["input_rows_per_second"]), _rate(q["processed_rows_per_second"]),
+                     "—" if q["batch_duration_ms"] is None else f"{q['batch_duration_ms']:,} ms",
+                     (q["watermark"] or "—")[:19].replace("T", " ")])
+    table = feed_table(["Query", "Status", "Batch", "Input", "Processed", "Batch duration", "Watermark"], rows,
+                       "No streaming query in this run.")
+    producer = status.get("producer")
+    line = ("Producer: not available in this run." if producer is None else
+            f"Producer {'on' if producer['enabled'] else 'off'} · {producer['rate']:g} trades/s · "
+            f"sent {producer['sent']:,} · failed {producer['failed']:,}")
+    losses = [html.P(f"Kafka data loss, {q['data_loss']}", className="health-data-loss")
+              for q in status.get("queries", []) if q.get("data_loss")]
+    return [table, *losses, html.P(line, className="health-producer")]
+
+
+def lag_table(snapshot: dict | None):
+    kafka = (snapshot or {}).get("status", {}).get("kafka", {})
+    if kafka.get("error"):
+        return html.P(f"Kafka end offsets unavailable: {kafka['error']}", className="empty-note")
+    partitions = kafka.get("partitions", [])
+    names = sorted({name for row in partitions for name in row["lag"]})
+    rows = [[row["partition"], f"{row['end_offset']:,}", *(f"{row['lag'][n]:,}" for n in names)] for row in partitions]
+    if rows:
+        rows.append(["total", "", *(f"{kafka['total_lag'].get(n, 0):,}" for n in names)])
+    return feed_table(["Partition", "End offset", *(f"Lag {n}" for n in names)], rows, "No Kafka lag measured yet.")
+
+
+def register(app: Dash, context: PageContext) -> None:
+    @app.callback(Output(ids.HEALTH_QUERIES, "children"), Output(ids.KAFKA_LAG, "children"),
+                  Output(ids.LAG_SPARKLINE, "figure"), Input(ids.SNAPSHOT, "data"))
+    def draw_health(snapshot):
+        return health_table(snapshot), lag_table(snapshot), figures.lag_sparkline(snapshot)

@@ -1,0 +1,90 @@
+"""The pipeline's reads of the lake, by name: what the sink and the reconciliation ask of the
+tables (by time range, Kafka offsets, trade ids, writer), so that no SQL is written outside it."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from streaming.lake.sql import before_offsets, equals, from_offsets, in_offset_ranges, in_time_range, one_of, quote
+from streaming.lake.store import Lake
+from streaming.lake.tables import SILVER, Table
+
+# Past this many ids, one pass over the table beats a long IN list.
+IN_LIST_UP_TO = 1000
+
+
+def offset_ranges(records: pa.Table) -> pa.Table:
+    """Per topic partition, [first offset, last offset + 1) of these records."""
+    spans = records.group_by(["topic", "partition"], use_threads=False).aggregate(
+        [("offset", "min"), ("offset", "max")])
+    return pa.table({"topic": spans["topic"], "partition": spans["partition"], "start_offset": spans["offset_min"],
+                     "end_offset": pc.add(spans["offset_max"], 1)})
+
+
+def rows_between(lake: Lake, table: Table, column: str, low: datetime, high: datetime, *,
+                 columns: Sequence[str] | None = None, high_inclusive: bool = True,
+                 before: dict[tuple[str, int], int] | None = None) -> pa.Table:
+    """The table's rows whose `column` is from `low` up to `high` (included unless
+    high_inclusive is False); with `before`, only those whose Kafka record lies before these
+    offsets in its partition."""
+    where = in_time_range(column, low, high, high_inclusive) + (f" AND ({before_offsets(before)})" if before else "")
+    return lake.read(table, columns, where)
+
+
+def rows_written_by(lake: Lake, table: Table, query_id: str, columns: Sequence[str] | None = None) -> pa.Table:
+    """The table's rows of one writer (a streaming query's id, or 'backfill')."""
+    return lake.read(table, columns, equals("query_id", query_id))
+
+
+def rows_of_trade_ids(lake: Lake, table: Table, ids: pa.ChunkedArray, columns: Sequence[str]) -> pa.Table:
+    """The table's rows of these trade_ids."""
+    if len(ids) == 0:
+        return table.schema_of(columns).empty_table()
+    if len(ids) > IN_LIST_UP_TO:  # many (records read again)
+        wanted = ids.combine_chunks()
+        return pa.Table.from_batches([batch.filter(pc.is_in(batch["trade_id"], value_set=wanted))
+                                      for batch in lake.scan(table, columns)], table.schema_of(columns))
+    return lake.read(table, columns, one_of("trade_id", ids.to_pylist()))
+
+
+def silver_at_event_times_of(lake: Lake, trades: pa.Table, columns: Sequence[str]) -> pa.Table:
+    """Silver's rows among the trades' event times (from the earliest to the latest)."""
+    if trades.num_rows == 0:
+        return SILVER.schema_of(columns).empty_table()
+    low, high = pc.min_max(trades["event_time"]).values()
+    return rows_between(lake, SILVER, "event_time", low.as_py(), high.as_py(), columns=columns)
+
+
+def silver_rows_of_records(lake: Lake, trades: pa.Table, columns: Sequence[str]) -> pa.Table:
+    """Silver's rows of the trades' Kafka records: the trades it kept from them."""
+    if trades.num_rows == 0:
+        return SILVER.schema_of(columns).empty_table()
+    low, high = pc.min_max(trades["event_time"]).values()
+    return lake.read(SILVER, columns, f"({in_offset_ranges(offset_ranges(trades))}) AND "
+                                      f"{in_time_range('event_time', low.as_py(), high.as_py())}")
+
+
+def latest_event_time_before(lake: Lake, offsets: dict[tuple[str, int], int]) -> datetime | None:
+    """The latest event time among silver's trades from the Kafka records before `offsets`."""
+    found = lake.query(SILVER, f"SELECT max({quote('event_time')}) AS latest FROM t WHERE {before_offsets(offsets)}")
+    return found["latest"][0].as_py() if found is not None and found.num_rows else None
+
+
+def holds_records_from(lake: Lake, table: Table, starts: dict[tuple[str, int], int]) -> bool:
+    """Whether the table (keyed by Kafka record) holds a record at or after `starts` in any of
+    their partitions."""
+    return _any_record(lake, table, from_offsets(starts))
+
+
+def holds_records_of(lake: Lake, table: Table, records: pa.Table) -> bool:
+    """Whether the table (keyed by Kafka record) holds a record from these records' offset ranges."""
+    return records.num_rows > 0 and _any_record(lake, table, in_offset_ranges(offset_ranges(records)))
+
+
+def _any_record(lake: Lake, table: Table, where: str) -> bool:
+    found = lake.query(table, f"SELECT {quote('offset')} FROM t WHERE {where} LIMIT 1")
+    return found is not None and found.num_rows > 0

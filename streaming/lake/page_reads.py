@@ -1,0 +1,101 @@
+"""The dashboard's reads that need SQL (aggregates, top-k, filtered reads), each named by what it answers."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Sequence
+
+import pyarrow as pa
+
+from streaming.lake.sql import before_offsets, equals, in_time_range, quote, sql_literal
+from streaming.lake.store import Lake
+from streaming.lake.tables import BATCH_WATERMARKS, BRONZE, GOLD, GOLD_WRITES, LATE_TRADES, QUARANTINE, SILVER
+
+BY_PARTITION = f"GROUP BY {quote('topic')}, {quote('partition')}"
+
+
+def silver_filter_values(lake: Lake, since: datetime | None) -> pa.Table | None:
+    """Silver's distinct (channel, symbol) pairs, each with the latest `ingested_at` of its rows
+    (as `read_until`), of the rows ingested at or after `since` (all when None). delta-rs skips
+    the files whose statistics say their rows are older. None while silver does not exist."""
+    channel, symbol, ingested = quote("channel"), quote("symbol"), quote("ingested_at")
+    where = "" if since is None else f" WHERE {ingested} >= {sql_literal(since)}"
+    return lake.query(SILVER, f"SELECT {channel}, {symbol}, max({ingested}) AS read_until FROM t{where} "
+                              f"GROUP BY {channel}, {symbol}")
+
+
+def silver_day(lake: Lake, start: datetime, columns: Sequence[str], channel: str | None = None,
+               symbol: str | None = None) -> pa.Table:
+    """Silver's valid trades with an event time in the day from `start`, optionally of one
+    channel and/or symbol."""
+    conditions = [in_time_range("event_time", start, start + timedelta(days=1), high_inclusive=False)]
+    if channel:
+        conditions.append(equals("channel", channel))
+    if symbol:
+        conditions.append(equals("symbol", symbol))
+    return lake.read(SILVER, columns, " AND ".join(conditions))
+
+
+def quarantine_counts(lake: Lake) -> list[dict]:
+    """The count of bad records per reason and UTC day of their Kafka time: [{reason, day, n}],
+    `day` a midnight UTC datetime (or None). One aggregate query, never a read of the rows."""
+    # date_trunc of a UTC time is its UTC day.
+    rows = lake.query(QUARANTINE, f"SELECT {quote('reason')} AS reason, date_trunc('day', {quote('kafka_timestamp')})"
+                                  " AS day, count(*) AS n FROM t GROUP BY 1, 2")
+    return [] if rows is None else rows.to_pylist()
+
+
+def newest_quarantine(lake: Lake, reason: str | None, limit: int, columns: Sequence[str]) -> list[dict]:
+    """The newest `limit` bad records (by ingestion, then Kafka position) of one reason, or of
+    every reason when it is None: a top-k query."""
+    where = "" if reason is None else f" WHERE {equals('reason', reason)}"
+    rows = lake.query(QUARANTINE, f"SELECT {', '.join(quote(c) for c in columns)} FROM t{where} "
+                                  f"ORDER BY {quote('ingested_at')} DESC, {quote('partition')} DESC, "
+                                  f"{quote('offset')} DESC LIMIT {int(limit)}")
+    return [] if rows is None else rows.to_pylist()
+
+
+def _per_partition(rows: pa.Table | None, *columns: str) -> dict[str, dict]:
+    """Query rows with topic and partition -> {"topic:partition": {column: value}}."""
+    if rows is None:
+        return {}
+    return {f"{r['topic']}:{r['partition']}": {c: int(r[c] or 0) for c in columns} for r in rows.to_pylist()}
+
+
+def _first(rows: pa.Table | None, column: str) -> int:
+    return int(rows[column][0].as_py() or 0) if rows is not None and rows.num_rows else 0
+
+
+def exactly_once_counts(lake: Lake) -> dict:
+    """What each table holds, over the key columns only (offsets, ids). Per "topic:partition":
+    the offset the gold ledger has counted up to (`counted`), bronze's records and distinct
+    offsets, silver's trades, quarantine's records. Then gold's trade count, silver's trades
+    before the counted offsets, the too-late trades not backfilled among those, and the
+    trades silver holds twice."""
+    topic, partition, offset = quote("topic"), quote("partition"), quote("offset")
+    with lake.writing(*GOLD_WRITES):  # gold, the ledger and the too-late list at one micro-batch
+        counted = _per_partition(lake.query(BATCH_WATERMARKS, f"SELECT {topic}, {partition}, max(end_offset) AS "
+                                                              f"end_offset FROM t {BY_PARTITION}"), "end_offset")
+        gold = lake.query(GOLD, "SELECT sum(trade_count) AS trades FROM t")
+        late = lake.read(LATE_TRADES, ["topic", "partition", "offset"], f"{quote('backfilled_at')} IS NULL")
+    # A record is its offset and Kafka time: a broker that lost its tail gives offsets out again.
+    bronze = _per_partition(lake.query(BRONZE, f"SELECT {topic}, {partition}, sum(copies) AS records, count(*) AS "
+                                               f"offsets FROM (SELECT {topic}, {partition}, count(*) AS copies FROM t "
+                                               f"GROUP BY {topic}, {partition}, {offset}, {quote('timestamp')}) "
+                                               f"{BY_PARTITION}"),
+                            "records", "offsets")
+    silver = _per_partition(lake.query(SILVER, f"SELECT {topic}, {partition}, count(*) AS trades FROM t "
+                                               f"{BY_PARTITION}"), "trades")
+    quarantined = _per_partition(lake.query(QUARANTINE, f"SELECT {topic}, {partition}, count(*) AS records FROM t "
+                                                        f"{BY_PARTITION}"), "records")
+    doubled = lake.query(SILVER, "SELECT count(*) AS n FROM (SELECT trade_id, event_time FROM t "
+                                 "GROUP BY trade_id, event_time HAVING count(*) > 1)")
+    ends = {tp: values["end_offset"] for tp, values in counted.items()}
+    cut = before_offsets({(tp.rsplit(":", 1)[0], int(tp.rsplit(":", 1)[1])): end for tp, end in ends.items()})
+    silver_counted = lake.query(SILVER, f"SELECT count(*) AS n FROM t WHERE {cut}")
+    late_counted = sum(1 for r in late.to_pylist() if r["offset"] < ends.get(f"{r['topic']}:{r['partition']}", 0))
+    return {"counted": ends, "bronze": bronze,
+            "silver": {tp: values["trades"] for tp, values in silver.items()},
+            "quarantine": {tp: values["records"] for tp, values in quarantined.items()},
+            "gold_trades": _first(gold, "trades"), "silver_counted": _first(silver_counted, "n"),
+            "late_counted": late_counted, "silver_doubled": _first(doubled, "n")}

@@ -1,0 +1,22 @@
+"""The entry point of run.py: `python run.py [flags]` runs the App, `python run.py load [flags]` the Loader."""
+
+from __future__ import annotations
+
+import functools
+import sys
+
+from streaming.run.app import App, DashboardFactory
+from streaming.run.arguments import build_load_parser, build_parser
+from streaming.run.cli import parse_load_settings, parse_settings
+from streaming.run.command import run_command
+from streaming.run.load_command import Loader
+
+
+def main(argv: list[str] | None = None, dashboard: DashboardFactory | None = None) -> int:
+    """dashboard: the web app's factory (dashboard.app.create_app), handed in by run.py, so that
+    the pipeline's package never imports the dashboard."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["load"]:
+        return run_command(Loader, parse_load_settings, build_load_parser, argv[1:], "python run.py load --help")
+    return run_command(functools.partial(App, dashboard=dashboard), parse_settings, build_parser, argv,
+                       "python run.py --help")

@@ -1,0 +1,114 @@
+"""The sink's gold step: the trades silver kept from a batch -> too-late trades, window sums added
+to gold (or windows recounted from silver), corrections for windows already past, and the ledger.
+Gold's tables are written as one step under their locks (tables.GOLD_WRITES)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from streaming.config import Settings
+from streaming.lake.lookups import rows_between
+from streaming.lake.store import Batch, Lake
+from streaming.lake.tables import BATCH_WATERMARKS, CORRECTIONS, GOLD, GOLD_WRITES, LATE_TRADES, SILVER, UTC_TIME, Write
+from streaming.medallion.corrections import find_corrections
+from streaming.medallion.gold import MEASURES, window_starts, window_sums
+from streaming.medallion.lateness import EPOCH, judged_watermark, late_trade_rows, too_late
+from streaming.medallion.replay import recount
+
+
+def gold_rows(sums: pa.Table, batch_id: int, now: datetime) -> pa.Table:
+    """window_sums() rows -> gold rows written by this batch."""
+    n = sums.num_rows
+    return pa.table({
+        **{name: sums[name] for name in ("window_start", "window_end", *MEASURES)},
+        "revision": pa.array([1] * n, pa.int64()),
+        "updated_at": pa.array([now] * n, UTC_TIME),
+        "batch_id": pa.array([batch_id] * n, pa.int64()),
+    }).cast(GOLD.schema)
+
+
+def added(current: pd.DataFrame, sums: pd.DataFrame) -> pd.DataFrame:
+    """The windows of `sums` as they are once it is added to gold's `current` rows (what the
+    ADD MERGE computes, for the corrections)."""
+    if current.empty:
+        return sums
+    before = current.set_index("window_start")[list(MEASURES)]
+    after = sums.set_index("window_start")
+    for measure in MEASURES:
+        after[measure] = after[measure] + before[measure].reindex(after.index).fillna(0).astype(after[measure].dtype)
+    return after.reset_index()
+
+
+class GoldStep:
+    """Gold's tables for one sink, a batch at a time."""
+
+    def __init__(self, settings: Settings, lake: Lake):
+        self.settings = settings
+        self.lake = lake
+
+    def add_summed(self, late: pa.Table, sums: pa.Table, ledger: pa.Table, batch: Batch) -> None:
+        """What the tasks judged and summed of the trades new to silver: the too-late ones, the
+        others' window sums, added to gold; and the batch's ledger rows."""
+        with self.lake.writing(*GOLD_WRITES):
+            self.lake.at_once(lambda: self.record_late(late, ledger, batch),
+                              lambda: self.update_gold(sums, ledger, batch, Write.ADD),
+                              lambda: self.lake.publish(BATCH_WATERMARKS, ledger, batch))
+
+    def count_kept(self, kept: pa.Table, ledger: pa.Table, batch: Batch, recount: bool) -> None:
+        """The trades silver kept from the batch's records (lateness.LATE_CANDIDATE_COLUMNS)
+        counted, and the batch's ledger rows."""
+        with self.lake.writing(*GOLD_WRITES):
+            self.count_trades(kept, ledger, batch, recount)
+            # Every batch that read records leaves its offsets and watermark in the ledger, even
+            # when all its trades were too late and it changes no window.
+            self.lake.publish(BATCH_WATERMARKS, ledger, batch)
+
+    def count_trades(self, kept: pa.Table, ledger: pa.Table, batch: Batch, recount: bool) -> None:
+        """The trades silver kept: too late -> gold/late_trades; the others -> gold."""
+        if kept.num_rows == 0:
+            return
+        late = too_late(kept, judged_watermark(ledger))
+        self.record_late(kept.filter(late), ledger, batch)
+        if recount:
+            self.update_gold(self.recounted(kept), ledger, batch, Write.UPSERT)
+        else:
+            self.update_gold(window_sums(kept.filter(pc.invert(late)), self.settings.window), ledger, batch,
+                             Write.ADD)
+
+    def record_late(self, late: pa.Table, ledger: pa.Table, batch: Batch) -> None:
+        """Too-late trades (LATE_CANDIDATE_COLUMNS) -> gold/late_trades."""
+        if late.num_rows == 0:
+            return
+        rows = late.to_pandas().assign(watermark=pd.Timestamp(judged_watermark(ledger)))
+        rows["late_by"] = rows["watermark"] - pd.to_datetime(rows["event_time"], utc=True)
+        self.lake.publish(LATE_TRADES, late_trade_rows(rows, self.settings.window, datetime.now(timezone.utc)), batch)
+
+    def update_gold(self, sums: pa.Table, ledger: pa.Table, batch: Batch, write: Write) -> None:
+        """Window sums -> gold: added to its totals (Write.ADD) or setting them (UPSERT), with a
+        correction for each window already past that changes."""
+        if sums.num_rows == 0:
+            return
+        now = datetime.now(timezone.utc)
+        current = rows_between(self.lake, GOLD, "window_start", pc.min(sums["window_start"]).as_py(),
+                               pc.max(sums["window_start"]).as_py()).to_pandas()
+        after = sums.to_pandas() if write is Write.UPSERT else added(current, sums.to_pandas())
+        # Corrections before gold: they need the windows as they stood before this batch.
+        watermark = judged_watermark(ledger)
+        self.lake.publish(CORRECTIONS, find_corrections(current, after, watermark if watermark > EPOCH else None,
+                                                        self.settings.watermark, now, batch.id, batch.writer), batch)
+        self.lake.publish(GOLD, gold_rows(sums, batch.id, now), batch, write=write)
+
+    def recounted(self, kept: pa.Table) -> pa.Table:
+        """The windows these trades fall in, recounted from all of silver's trades in them."""
+        window = self.settings.window
+        starts = pc.unique(window_starts(kept["event_time"], window))
+        low, high = pc.min(starts).as_py(), pc.max(starts).as_py() + window
+        trades = rows_between(self.lake, SILVER, "event_time", low, high, high_inclusive=False,
+                              columns=["trade_id", "side", "amount", "event_time"])
+        late_ids = rows_between(self.lake, LATE_TRADES, "window_start", low, high, high_inclusive=False,
+                                columns=["trade_id"])["trade_id"]
+        return recount(trades, late_ids, starts, window)
