@@ -14,7 +14,7 @@ from streaming.config import LoadSettings, Settings, Simulation, UsageError, par
 from streaming.lake.locations import is_remote, options_for_tasks
 from streaming.run.argument_types import bootstrap_servers
 from streaming.run.arguments import build_load_parser, build_parser
-from streaming.run.environment import env_args, kafka_settings
+from streaming.run.environment import KAFKA_ENV_PREFIX, env_args, kafka_settings
 
 
 def _parse_args(parser: argparse.ArgumentParser, argv: Sequence[str],
@@ -25,7 +25,7 @@ def _parse_args(parser: argparse.ArgumentParser, argv: Sequence[str],
         raise UsageError(str(exc)) from None
 
 
-def _kafka_target(ns: argparse.Namespace, environ: Mapping[str, str]) -> dict:
+def _kafka_target(ns: argparse.Namespace, environ: Mapping[str, str], parser: argparse.ArgumentParser) -> dict:
     """The KafkaTarget fields from the Kafka flags, --kafka-config and TRADE_SUMMARY_KAFKA_*."""
     kafka_options: dict[str, str] = {}
     if ns.kafka_config is not None:
@@ -35,10 +35,14 @@ def _kafka_target(ns: argparse.Namespace, environ: Mapping[str, str]) -> dict:
             raise UsageError(f"cannot read --kafka-config {ns.kafka_config}: {exc.strerror}") from None
         except ValueError as exc:
             raise UsageError(f"--kafka-config {ns.kafka_config}: {exc}") from None
-    kafka_options.update(kafka_settings(environ))
+    kafka_options.update(kafka_settings(environ, parser))
     bootstrap = ns.bootstrap_servers or kafka_options.pop("bootstrap.servers", None)
     if bootstrap and ns.bootstrap_servers is None:
-        bootstrap = bootstrap_servers(bootstrap)
+        try:
+            bootstrap = bootstrap_servers(bootstrap)
+        except argparse.ArgumentTypeError as exc:
+            raise UsageError(f"bootstrap.servers (from --kafka-config or {KAFKA_ENV_PREFIX}BOOTSTRAP_SERVERS): "
+                             f"{exc}") from None
     return dict(data_dir=ns.data_dir, broker_root=ns.broker_dir, bootstrap_servers=bootstrap,
                 broker_port=ns.broker_port, topic=ns.topic, kafka_options=kafka_options)
 
@@ -67,13 +71,14 @@ def _storage(ns: argparse.Namespace, environ: Mapping[str, str]) -> dict:
 def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> Settings:
     """Flags and environment -> Settings. Raises UsageError with a readable message."""
     environ = {} if environ is None else environ
-    ns = _parse_args(build_parser(), argv, environ)
+    parser = build_parser()
+    ns = _parse_args(parser, argv, environ)
     if ns.max_lateness is not None and not timedelta(0) < ns.max_lateness < ns.watermark:
         minutes = lambda d: f"{d.total_seconds() / 60:g} minutes"  # noqa: E731
         raise UsageError(f"--max-lateness {minutes(ns.max_lateness)} must be shorter than the watermark "
                          f"({minutes(ns.watermark)}); later trades are the beyond-watermark ones")
     return Settings(
-        **_kafka_target(ns, environ),
+        **_kafka_target(ns, environ, parser),
         **_storage(ns, environ),
         **_spark(ns),
         producer_enabled=not ns.no_producer,
@@ -110,7 +115,8 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None
 def parse_load_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> LoadSettings:
     """`python run.py load` flags and environment -> LoadSettings. Raises UsageError."""
     environ = {} if environ is None else environ
-    ns = _parse_args(build_load_parser(), argv, environ)
+    parser = build_load_parser()
+    ns = _parse_args(parser, argv, environ)
     if not ns.source_dir.is_dir():
         raise UsageError(f"--from {ns.source_dir}: no such directory")
     if is_remote(ns.data_dir) and ns.checkpoint is None:
@@ -122,7 +128,7 @@ def parse_load_settings(argv: Sequence[str], environ: Mapping[str, str] | None =
     if ns.archive_dir is not None and ns.clean_source != "archive":
         raise UsageError("--archive-dir needs --clean-source archive")
     settings = LoadSettings(
-        **_kafka_target(ns, environ),
+        **_kafka_target(ns, environ, parser),
         source_dir=ns.source_dir,
         where=(ns.where or "").strip() or None,
         key_column=ns.key_column,

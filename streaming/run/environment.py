@@ -47,7 +47,9 @@ def env_args(parser: argparse.ArgumentParser, environ: Mapping[str, str]) -> lis
     return args
 
 
-def kafka_settings(environ: Mapping[str, str]) -> dict[str, str]:
-    """librdkafka settings from TRADE_SUMMARY_KAFKA_<SETTING> (dots written as underscores)."""
+def kafka_settings(environ: Mapping[str, str], parser: argparse.ArgumentParser) -> dict[str, str]:
+    """librdkafka settings from TRADE_SUMMARY_KAFKA_<SETTING> (dots written as underscores), less
+    the variables of the parser's own --kafka-* flags (TRADE_SUMMARY_KAFKA_CONFIG is --kafka-config)."""
+    flags = {variable_of(flag) for action in parser._actions if (flag := long_flag(action)) is not None}
     return {name[len(KAFKA_ENV_PREFIX):].lower().replace("_", "."): value
-            for name, value in environ.items() if name.startswith(KAFKA_ENV_PREFIX)}
+            for name, value in environ.items() if name.startswith(KAFKA_ENV_PREFIX) and name not in flags}

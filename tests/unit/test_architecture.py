@@ -75,3 +75,71 @@ def test_every_table_read_goes_through_the_lake_not_a_pyarrow_dataset():
                  for number, line in enumerate(path.read_text().splitlines(), 1)
                  if "to_pyarrow_dataset" in line or "pyarrow.dataset" in line]
     assert offenders == []
+
+
+# The stages' order (docs/architecture.md#the-stages): a room imports only rooms after it.
+ROOM_ORDER = ("dashboard", "streaming.run", "streaming.jobs", "streaming.sink", "streaming.simulation",
+              "streaming.kafka", "streaming.medallion", "streaming.config", "streaming.lake", "streaming.rows",
+              "streaming.jars")
+MAX_PRODUCT_LINES = 400
+SQL_TEXT = re.compile(r"""["'](SELECT|MERGE INTO|INSERT INTO|DELETE FROM|UPDATE)\s""")
+
+
+def room_of(module: str) -> str | None:
+    return next((room for room in ROOM_ORDER if module == room or module.startswith(room + ".")), None)
+
+
+def product_files() -> list[Path]:
+    return [path for name, path in modules().items() if not name.startswith("bench")]
+
+
+def test_each_room_imports_only_the_rooms_after_it_in_the_stages_order():
+    known = set(modules())
+    rank = {room: place for place, room in enumerate(ROOM_ORDER)}
+    upward = sorted(f"{name} -> {target}"
+                    for name, path in modules().items() if room_of(name) is not None
+                    for target in imports_of(path, known)
+                    if room_of(target) is not None and rank[room_of(target)] < rank[room_of(name)])
+    assert upward == []
+
+
+def test_no_sql_text_is_spelled_outside_the_lake():
+    offenders = [f"{path.relative_to(REPO)}:{number}"
+                 for name, path in modules().items() if not name.startswith("streaming.lake")
+                 for number, line in enumerate(path.read_text().splitlines(), 1) if SQL_TEXT.search(line)]
+    assert offenders == []
+
+
+def test_no_product_file_is_over_the_size_a_reader_holds_at_once():
+    long = {str(path.relative_to(REPO)): n for path in product_files()
+            if (n := len(path.read_text().splitlines())) > MAX_PRODUCT_LINES}
+    assert long == {}
+
+
+def documented_tree() -> set[str]:
+    """The paths in docs/architecture.md's tree: an entry per line, two spaces of indent a level."""
+    text = (REPO / "docs" / "architecture.md").read_text()
+    block = text.split("## The tree", 1)[1].split("```", 2)[1]
+    paths, folders = set(), []
+    for line in block.splitlines():
+        entry = re.match(r"^( *)(\S+)", line)
+        if not entry:
+            continue
+        depth = len(entry.group(1)) // 2
+        folders = folders[:depth]
+        path = "".join(folders) + entry.group(2)
+        paths.add(path)
+        if path.endswith("/"):
+            folders.append(entry.group(2))
+    return paths
+
+
+def test_the_documented_tree_names_every_product_file_and_nothing_that_is_gone():
+    shown = documented_tree()
+    product = {str(path.relative_to(REPO)) for folder in ("streaming", "dashboard", "assets")
+               for path in (REPO / folder).rglob("*") if path.is_file() and path.name != "__init__.py"
+               and "__pycache__" not in path.parts}
+    product.add("run.py")
+    assert sorted(product - shown) == [], "files missing from docs/architecture.md's tree"
+    gone = sorted(p for p in shown if not (REPO / p).exists())
+    assert gone == [], "entries of docs/architecture.md's tree that are gone"

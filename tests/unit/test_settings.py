@@ -87,6 +87,20 @@ def test_kafka_client_settings_come_from_a_file_or_the_environment_and_secrets_a
     assert parse_kafka_properties("a=1\n\n!c\nb: 2") == {"a": "1", "b": "2"}
 
 
+def test_the_variables_of_kafka_flags_are_flags_not_kafka_client_settings(tmp_path):
+    (tmp_path / "client.properties").write_text("security.protocol=PLAINTEXT\n")
+    s = parse_settings([], {"TRADE_SUMMARY_KAFKA_CONFIG": str(tmp_path / "client.properties"),
+                            "TRADE_SUMMARY_KAFKA_RETRY_TIMEOUT": "30 seconds",
+                            "TRADE_SUMMARY_KAFKA_SASL_USERNAME": "u"})
+    assert dict(s.kafka_options) == {"security.protocol": "PLAINTEXT", "sasl.username": "u"}
+    assert s.kafka_retry_timeout == timedelta(seconds=30)
+
+
+def test_a_bad_bootstrap_servers_setting_from_the_environment_is_a_usage_error():
+    with pytest.raises(UsageError, match="TRADE_SUMMARY_KAFKA_BOOTSTRAP_SERVERS.*HOST:PORT"):
+        parse_settings([], {"TRADE_SUMMARY_KAFKA_BOOTSTRAP_SERVERS": "no port here"})
+
+
 def test_missing_kafka_config_file_is_a_usage_error(tmp_path):
     with pytest.raises(UsageError, match="cannot read --kafka-config"):
         parse_settings(["--kafka-config", str(tmp_path / "missing.properties")])
