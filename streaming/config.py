@@ -13,7 +13,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Mapping
 
-from streaming.lake.locations import is_remote, redact_storage_options
+from streaming.lake.locations import is_remote, local_path, redact_storage_options
 
 LOCK_FILE = ".trade-summary.lock"  # instance.py: one app per data dir
 SECRET_KEY_PATTERN = re.compile(r"password|secret|jaas|token|key\.pem|private", re.IGNORECASE)
@@ -236,19 +236,27 @@ class LoadSettings(KafkaTarget):
     spark_conf: tuple[tuple[str, str], ...] = ()
 
     @property
-    def checkpoint_location(self) -> Path:
-        """--checkpoint, else one per landing directory and topic, so each keeps its own list of
-        files sent. Not under <data-dir>/checkpoints: --replay-from moves that aside, and the
-        files would then be sent again."""
+    def checkpoint_location(self) -> Path | str:
+        """--checkpoint (a local path or a Hadoop URI), else one per landing directory and topic,
+        so each keeps its own list of files sent. Not under <data-dir>/checkpoints: --replay-from
+        moves that aside, and the files would then be sent again."""
         if self.checkpoint is not None:
             return self.checkpoint
         source = self.source_dir.resolve()
         digest = hashlib.sha1(f"{source}\n{self.topic}".encode()).hexdigest()[:8]
-        return self.data_dir / "loader-checkpoints" / f"{source.name or 'root'}-{self.topic}-{digest}"
+        return self._local_data_dir / "loader-checkpoints" / f"{source.name or 'root'}-{self.topic}-{digest}"
 
     @property
     def archive_location(self) -> Path:
-        return self.archive_dir or self.data_dir / "loader-archive"
+        return self.archive_dir or self._local_data_dir / "loader-archive"
+
+    @property
+    def _local_data_dir(self) -> Path:
+        """The data dir, for what the loader keeps under it; cli.py asks for --checkpoint (and
+        --archive-dir) when it is a URI."""
+        if is_remote(self.data_dir):
+            raise UsageError(f"--data-dir {self.data_dir} is not a local path: give --checkpoint and --archive-dir")
+        return local_path(self.data_dir)
 
     def describe(self) -> str:
         clean = {"off": "files left in place", "delete": "files deleted once sent",

@@ -9,10 +9,11 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming.listener import StreamingQueryProgress
 
 from streaming.config import LoadSettings, Settings, format_duration
 from streaming.jobs.spark_job import SparkJob
@@ -107,7 +108,7 @@ def query_status(query: StreamingQuery, restarts: int = 0, last_restart_error: s
     """sink: the query's, for the watermark now in effect (from every batch done) and any data loss."""
     watermark = sink.watermark if sink else None
     last = query.lastProgress  # not recentProgress: that is two py4j calls per report kept, each poll
-    progress = last or {}
+    progress: dict[str, Any] = last or {}
     exception = query.exception() if not query.isActive else None
     operators = progress.get("stateOperators", [])
     return QueryStatus(
@@ -184,7 +185,7 @@ class Pipeline(SparkJob):
         self.sinks[MEDALLION_QUERY] = sink
         return start_medallion_query(self.spark, self.settings, sink)
 
-    def progress(self, query: StreamingQuery) -> list[dict]:
+    def progress(self, query: StreamingQuery) -> list[StreamingQueryProgress]:
         return query.recentProgress
 
     def status(self) -> list[QueryStatus]:
@@ -202,10 +203,11 @@ class Pipeline(SparkJob):
         now = time.monotonic()
         for index, query in enumerate(self.queries):
             restarts = self.restarts.setdefault(query.name, Restarts())
-            if query.isActive or query.exception() is None:
+            failure = None if query.isActive else query.exception()
+            if failure is None:
                 restarts.forget_if_healthy(now)
                 continue
-            error = short_error(query.exception())
+            error = short_error(failure)
             if restarts.in_a_row >= max_restarts:
                 exhausted.append(self._status(query))
                 continue

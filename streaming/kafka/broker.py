@@ -102,7 +102,9 @@ def _java() -> str:
     except JavaMissing as exc:
         raise BrokerError(f"the embedded Kafka broker runs on Java too: {exc}") from None
     java_home = os.environ.get("JAVA_HOME")
-    return str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+    java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+    assert java is not None  # check_java() found it just so
+    return java
 
 
 def _classpath() -> str:
@@ -185,15 +187,15 @@ class EmbeddedBroker:
             self._format(command)
         began = time.monotonic()
         with (self.data_dir / CONSOLE_LOG).open("wb") as console:
-            self._process = subprocess.Popen(
+            self._process = process = subprocess.Popen(
                 [*command, MAIN_CLASS, str(self._properties)], cwd=self.data_dir,
                 stdin=subprocess.DEVNULL, stdout=console, stderr=subprocess.STDOUT, start_new_session=True,
             )
-        self._pid = self._process.pid
+        self._pid = process.pid
         (self.data_dir / STATE).write_text(json.dumps(
             {"pid": self._pid, "port": self.port, "controller_port": controller_port}) + "\n")
         try:
-            self._wait_until_up(began + START_TIMEOUT_S)
+            self._wait_until_up(process, began + START_TIMEOUT_S)
         except BrokerError:
             self._end(self._pid, quiet=True)
             (self.data_dir / STATE).unlink(missing_ok=True)
@@ -226,7 +228,7 @@ class EmbeddedBroker:
             raise BrokerError(f"could not format the embedded broker's storage in {self.data_dir}:\n"
                               + (result.stderr + result.stdout).strip()[-3000:])
 
-    def _wait_until_up(self, deadline: float) -> None:
+    def _wait_until_up(self, process: subprocess.Popen, deadline: float) -> None:
         """Until the broker answers a metadata request and gives an idempotent producer its id;
         a broker that exits or never answers is a BrokerError with the end of its log."""
         from confluent_kafka import KafkaException
@@ -235,8 +237,8 @@ class EmbeddedBroker:
 
         admin = None
         while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                raise self._failed(f"exited with code {self._process.returncode}")
+            if process.poll() is not None:
+                raise self._failed(f"exited with code {process.returncode}")
             if admin is None:
                 with socket.socket() as sock:  # until the port listens, librdkafka would log each refusal
                     sock.settimeout(1)
@@ -251,9 +253,9 @@ class EmbeddedBroker:
             time.sleep(0.2)
         else:
             raise self._failed(f"did not answer within {START_TIMEOUT_S:.0f} s")
-        self._wait_for_a_producer_id(deadline)
+        self._wait_for_a_producer_id(process, deadline)
 
-    def _wait_for_a_producer_id(self, deadline: float) -> None:
+    def _wait_for_a_producer_id(self, process: subprocess.Popen, deadline: float) -> None:
         """A new broker makes the first idempotent producer wait for its id ('Coordinator load in
         progress', a warning and seconds of backoff): a quiet producer of its own takes that wait."""
         from confluent_kafka import Producer
@@ -267,8 +269,8 @@ class EmbeddedBroker:
             "stats_cb": lambda stats: states.append(json.loads(stats).get("eos", {}).get("idemp_state")),
         })
         while not states or states[-1] != "Assigned":
-            if self._process.poll() is not None:
-                raise self._failed(f"exited with code {self._process.returncode}")
+            if process.poll() is not None:
+                raise self._failed(f"exited with code {process.returncode}")
             if time.monotonic() > deadline:
                 raise self._failed(f"gave no producer id within {START_TIMEOUT_S:.0f} s")
             producer.poll(0.05)
@@ -287,6 +289,7 @@ class EmbeddedBroker:
         the broker this object started ended by itself (a full disk, a crash)."""
         own = self._process
         ended_before = own.poll() if own is not None else None
+        pid: int | None
         if own is not None and ended_before is None:
             pid = own.pid
         else:

@@ -63,7 +63,7 @@ def checkpoint_location(text: str) -> Path | str:
 def local_directory(text: str) -> Path:
     """A directory that must be on this machine's disk (the embedded broker's)."""
     location = checkpoint_location(text)
-    if is_remote(location):
+    if not isinstance(location, Path):  # a URI
         raise ValueError(f"{text!r} is not a local path: the embedded broker keeps its data on this machine")
     return location
 

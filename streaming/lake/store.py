@@ -333,7 +333,9 @@ class Lake:
                 log.info("skipping %s batch %d of %s: already committed", table.name, batch.id, batch.writer)
                 return False
             self.ensure(table)
-            self.open(table).create_write_transaction(
+            opened = self.open(table)
+            assert opened is not None  # ensure() created it if it was not there
+            opened.create_write_transaction(
                 [AddAction(f.path, f.size, {}, added_at, True, f.stats) for f in files],
                 mode="append", schema=table.schema, commit_properties=commit)
             if table.compact_every:
@@ -381,15 +383,17 @@ class Lake:
         and that are older than the table's history: what compactions replaced, and what a
         crashed attempt wrote but never committed. Run by the writer, under the table's lock,
         after its own batch's files are committed, so none of it conflicts with a write."""
-        opened = self.open(table)
+        every, opened = table.compact_every, self.open(table)
         version = opened.version() if opened is not None else None
-        if version is None or version % table.compact_every:
+        if not every or opened is None or version is None or version % every:
             return
         metrics = opened.optimize.compact(target_size=table.compact_to)
         log.debug("compacted %s: %s files into %s", table.name, metrics.get("numFilesRemoved"),
                   metrics.get("numFilesAdded"))
-        if version % (table.compact_every * VACUUM_EVERY) == 0:
+        if version % (every * VACUUM_EVERY) == 0:
             # Full: a checkpoint drops a replaced file's tombstone once it is older than the
             # history, so a lite vacuum, which deletes only what the log lists, would miss it.
-            removed = self.open(table).vacuum(dry_run=False, full=True)
+            compacted = self.open(table)
+            assert compacted is not None  # it was there a moment ago, under our lock
+            removed = compacted.vacuum(dry_run=False, full=True)
             log.debug("vacuumed %s: %d files", table.name, len(removed))

@@ -9,7 +9,7 @@ import logging
 import threading
 import time
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from streaming.config import Settings
 from streaming.lake.store import Lake
@@ -17,22 +17,29 @@ from streaming.run.command import TERMINAL, Command, StartupError
 from streaming.run.instance import AlreadyRunning, InstanceLock
 from streaming.run.terminal import progress_bar
 
+if TYPE_CHECKING:
+    from werkzeug.serving import BaseWSGIServer
+
+    from streaming.jobs.pipeline import Pipeline
+    from streaming.run.health import HealthMonitor
+    from streaming.simulation.simulator import TradeSimulator
+
 log = logging.getLogger("trade-summary")
 # (lake, refresh_ms, simulator, health snapshot, reconciler) -> a Dash app (its .server is served).
 DashboardFactory = Callable[..., Any]
 
 
-class App(Command):
+class App(Command[Settings]):
     """Starts the parts in order and stops them in reverse; stop() is safe at any point."""
 
     def __init__(self, settings: Settings, dashboard: DashboardFactory | None = None):
         super().__init__(settings)
         self.dashboard = dashboard
         self.lake = Lake(settings.data_dir, settings.storage_options)
-        self.simulator = None
-        self.pipeline = None
-        self.health = None
-        self.web = None
+        self.simulator: TradeSimulator | None = None
+        self.pipeline: Pipeline | None = None
+        self.health: HealthMonitor | None = None
+        self.web: BaseWSGIServer | None = None
         self.instance = InstanceLock(settings.lock_file)
         self._catch_up_logged_at = float("-inf")  # when progress through a backlog was last logged
 
@@ -84,9 +91,9 @@ class App(Command):
         s = self.settings
         latest = latest_event_time(s.kafka_client_config(), s.topic)
         start = resume_market_time(latest, datetime.now(timezone.utc).date())
-        self.simulator = TradeSimulator(s.kafka_client_config(), s.topic, s.simulation, s.window, s.watermark,
-                                        market_start=start, enabled=s.producer_enabled)
-        self.simulator.start()
+        self.simulator = simulator = TradeSimulator(s.kafka_client_config(), s.topic, s.simulation, s.window,
+                                                    s.watermark, market_start=start, enabled=s.producer_enabled)
+        simulator.start()
         state = f"on, {s.simulation.rate:g} trades/s" if s.producer_enabled else "off (turn it on from the dashboard)"
         log.info("producer simulation %s; market clock %s at %s at %gx", state, "resumes" if latest else "starts",
                  start.strftime("%Y-%m-%d %H:%M"), s.simulation.clock_speed)
@@ -95,22 +102,22 @@ class App(Command):
         from streaming.jobs.pipeline import Pipeline
 
         s = self.settings
-        self._start_spark()
+        spark = self._start_spark()
         self._check_stop()
-        self.pipeline = Pipeline(self.spark, s, self.lake)
-        self.pipeline.start()
-        for query in self.pipeline.queries:
-            log.info("query '%s' started (checkpoint in %s)", query.name, self.pipeline.checkpoints.query(query.name))
-        self._start_health()
+        self.pipeline = pipeline = Pipeline(spark, s, self.lake)
+        pipeline.start()
+        for query in pipeline.queries:
+            log.info("query '%s' started (checkpoint in %s)", query.name, pipeline.checkpoints.query(query.name))
+        self._start_health(pipeline)
 
-    def _start_health(self) -> None:
+    def _start_health(self, pipeline: Pipeline) -> None:
         from streaming.kafka.clients import EndOffsets
         from streaming.run.health import HealthMonitor
 
         s = self.settings
-        producer = (lambda: self.simulator.stats()) if self.simulator is not None else (lambda: None)
-        self.health = HealthMonitor(self.pipeline.status, producer,
-                                    EndOffsets(s.kafka_client_config(), s.topic)).start()
+        simulator = self.simulator
+        producer = (lambda: simulator.stats()) if simulator is not None else (lambda: None)
+        self.health = HealthMonitor(pipeline.status, producer, EndOffsets(s.kafka_client_config(), s.topic)).start()
 
     def _start_dashboard(self) -> None:
         from werkzeug.serving import make_server
@@ -120,32 +127,37 @@ class App(Command):
         s = self.settings
         if self.dashboard is None:
             raise StartupError("no dashboard in this build: run with --no-dashboard, or start it with `python run.py`")
+        # Spark and the health monitor are up by now (start() starts the pipeline first); the page
+        # does without either, as when a test starts the dashboard alone.
+        health = self.health.snapshot if self.health is not None else None
+        reconciler = Reconciler(self.spark, s, self.lake) if self.spark is not None else None
         # The Host names it answers to: the local ones (always), the bind address when it is a
         # specific one (the dashboard ignores 0.0.0.0 and ::) and --allow-host. Positional: run.py's
         # factory passes its arguments on as they come.
-        app = self.dashboard(self.lake, s.refresh_ms, self.simulator, self.health.snapshot,
-                             Reconciler(self.spark, s, self.lake), (s.host, *s.allowed_hosts))
-        self.web = make_server(s.host, s.port, app.server, threaded=True)
-        threading.Thread(target=self.web.serve_forever, name="dashboard", daemon=True).start()
+        app = self.dashboard(self.lake, s.refresh_ms, self.simulator, health, reconciler, (s.host, *s.allowed_hosts))
+        self.web = web = make_server(s.host, s.port, app.server, threaded=True)
+        threading.Thread(target=web.serve_forever, name="dashboard", daemon=True).start()
         log.info("dashboard at http://%s:%d", s.host, s.port)
 
     # -- run ------------------------------------------------------------------------------
     def run_until_stopped(self) -> int:
+        pipeline, health = self.pipeline, self.health
+        assert pipeline is not None and health is not None, "run_until_stopped() comes after start()"
         if self.settings.available_now:
-            while any(q.isActive for q in self.pipeline.queries) and not self.stopping.wait(1.0):
-                self._report_catch_up(self.health.snapshot())
-            return self._report_failures(final=True)
+            while any(q.isActive for q in pipeline.queries) and not self.stopping.wait(1.0):
+                self._report_catch_up(health.snapshot())
+            return self._report_failures(pipeline, final=True)
         from streaming.run.health import status_line
 
         logged_at_batch = -1
         while not self.stopping.wait(1.0):
-            failed_for_good = self.pipeline.restart_failed(self.settings.max_query_restarts)
+            failed_for_good = pipeline.restart_failed(self.settings.max_query_restarts)
             if failed_for_good:
                 for query in failed_for_good:
                     log.error("query '%s' failed for good after %d restarts: %s", query.name, query.restarts,
                               query.error)
                 return 1
-            snapshot = self.health.snapshot()
+            snapshot = health.snapshot()
             self._report_catch_up(snapshot)
             batch = max((q["batch_id"] or 0 for q in snapshot["queries"]), default=0)
             if batch // self.settings.log_every_batches > logged_at_batch // self.settings.log_every_batches:
@@ -171,8 +183,8 @@ class App(Command):
             TERMINAL.clear_bar()
             log.info("caught up with Kafka")
 
-    def _report_failures(self, final: bool) -> int:
-        failures = self.pipeline.failed()
+    def _report_failures(self, pipeline: Pipeline, final: bool) -> int:
+        failures = pipeline.failed()
         for failed in failures:
             log.error("query '%s' failed: %s", failed.name, failed.error)
         if final and not failures:

@@ -8,11 +8,17 @@ import signal
 import sys
 import threading
 import time
+from typing import TYPE_CHECKING, Generic, TypeVar
 
-from streaming.config import KafkaTarget, UsageError
+from streaming.config import LoadSettings, Settings, UsageError
 from streaming.kafka.broker import BrokerError
 from streaming.kafka.clients import LOGGER_NAME as LIBRDKAFKA_LOGGER
 from streaming.run.terminal import Terminal
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from streaming.kafka.broker import EmbeddedBroker
 
 log = logging.getLogger("trade-summary")
 
@@ -32,14 +38,18 @@ def setup_logging() -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
-class Command:
+# A command's settings: `python run.py`'s or `python run.py load`'s (both name Kafka and Spark).
+SettingsT = TypeVar("SettingsT", Settings, LoadSettings)
+
+
+class Command(Generic[SettingsT]):
     """What both commands share: signals, Java, Kafka (embedded or not), Spark, stopping."""
 
-    def __init__(self, settings: KafkaTarget):
-        self.settings = settings
+    def __init__(self, settings: SettingsT):
+        self.settings: SettingsT = settings
         self.stopping = threading.Event()
-        self.broker = None
-        self.spark = None
+        self.broker: EmbeddedBroker | None = None
+        self.spark: SparkSession | None = None
         self._owns_spark = False  # a session already running in this process (a test's) is left running
         self.broker_failed = False  # the embedded broker ended by itself or could not be stopped: exit code 1
 
@@ -72,8 +82,8 @@ class Command:
         s = self.settings
         if s.embedded_broker:
             log.info("starting the embedded Kafka broker on 127.0.0.1:%d (data in %s) ...", s.broker_port, s.broker_dir)
-            self.broker = EmbeddedBroker(s.broker_dir, s.broker_port)
-            self.broker.start()
+            self.broker = broker = EmbeddedBroker(s.broker_dir, s.broker_port)
+            broker.start()
         try:
             wait_until_reachable(s.kafka_client_config(), timeout_s=30)
         except KafkaUnreachable as exc:
@@ -82,7 +92,7 @@ class Command:
         log.info("Kafka ready at %s; topic '%s' %s", s.kafka_bootstrap, s.topic,
                  f"created ({s.topic_partitions} partitions)" if created else "found")
 
-    def _start_spark(self) -> None:
+    def _start_spark(self) -> SparkSession:
         from pyspark import SparkContext
 
         from streaming.jars import JarsMissing
@@ -95,12 +105,13 @@ class Command:
         began = time.monotonic()
         self._owns_spark = SparkContext._active_spark_context is None
         try:
-            self.spark = create_spark(self.settings.master, conf_overrides=conf,
-                                      driver_host=self.settings.driver_host)
+            self.spark = spark = create_spark(self.settings.master, conf_overrides=conf,
+                                              driver_host=self.settings.driver_host)
         except JarsMissing as exc:
             raise StartupError(str(exc)) from None
         self.install_signal_handlers()  # SparkContext replaces the SIGINT handler with its own
-        log.info("Spark %s up in %.1f s", self.spark.version, time.monotonic() - began)
+        log.info("Spark %s up in %.1f s", spark.version, time.monotonic() - began)
+        return spark
 
     def _stop_spark_and_broker(self, keep_reused_broker: bool = False) -> None:
         if self.spark is not None and self._owns_spark:

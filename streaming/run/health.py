@@ -11,11 +11,14 @@ import dataclasses
 import logging
 import threading
 from datetime import datetime, timezone
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from confluent_kafka import KafkaException
 
 from streaming.kafka.clients import EndOffsets
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +78,7 @@ def total_lag(partitions: list[dict]) -> dict[str, int]:
 class HealthMonitor:
     """Samples every `interval_s`; keeps the total lag of the last `history_s` for a sparkline."""
 
-    def __init__(self, queries: Callable[[], list], producer: Callable[[], object | None],
+    def __init__(self, queries: Callable[[], list], producer: Callable[[], DataclassInstance | None],
                  end_offsets: EndOffsets | None, interval_s: float = 2.0, history_s: float = 300.0):
         self._queries = queries
         self._producer = producer

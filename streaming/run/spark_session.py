@@ -12,9 +12,12 @@ import tempfile
 import time
 import zipfile
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from streaming.jars import check_java
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +186,7 @@ def _prepare_environment(bind: str) -> None:
 
 
 def create_spark(master: str = "local[*]", app_name: str = "trade-summary", shuffle_partitions: int | None = None,
-                 conf_overrides: Iterable[tuple[str, str]] = (), driver_host: str | None = None):
+                 conf_overrides: Iterable[tuple[str, str]] = (), driver_host: str | None = None) -> SparkSession:
     """The session, with our settings and then `conf_overrides` (the user's --conf) over them.
     On a cluster master the driver advertises `driver_address(...)` so executors can connect
     back (and binds it, or the address on the route to the master: bind_address),

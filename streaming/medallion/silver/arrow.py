@@ -4,7 +4,6 @@ of parsed rows into silver and quarantine rows."""
 from __future__ import annotations
 
 import decimal
-import functools
 import json
 import math
 import re
@@ -54,8 +53,8 @@ def _parse_chunk(records: pa.Table) -> pa.Table:
         if row is not None and micros[i] is None:
             micros[i] = event_micros(row[7])  # a rarer form: a zone offset, no fraction, ...
         if row is None or micros[i] is None:
-            rows[i] = checked_trade(values[i], keyed[i])
-            micros[i] = rows[i][7]
+            rows[i] = checked = checked_trade(values[i], keyed[i])
+            micros[i] = checked[7]
     n = records.num_rows
     columns = list(zip(*rows)) if rows else [[]] * 9
     quantity = pa.array(columns[4], pa.int64())
@@ -108,11 +107,14 @@ def usual_event_micros(texts: pa.Array) -> pa.Array:
         chars = np.frombuffer(picked.buffers()[2], np.uint8, count=24 * len(picked), offset=first).reshape(-1, 24)
         digits = chars.astype(np.int64) - ord("0")
         ok = ((digits[:, _USUAL_DIGITS] >= 0) & (digits[:, _USUAL_DIGITS] <= 9)).all(axis=1)
-        for at, mark in _USUAL_MARKS.items():
-            ok &= chars[:, at] == ord(mark)
+        for position, mark in _USUAL_MARKS.items():
+            ok &= chars[:, position] == ord(mark)
 
-        def number(*at):
-            return functools.reduce(lambda total, i: total * 10 + digits[:, i], at, 0)
+        def number(*positions: int) -> np.ndarray:
+            total = np.zeros(len(digits), np.int64)
+            for i in positions:
+                total = total * 10 + digits[:, i]
+            return total
 
         year, month, day = number(0, 1, 2, 3), number(5, 6), number(8, 9)
         hour, minute, second, millis = number(11, 12), number(14, 15), number(17, 18), number(20, 21, 22)
@@ -135,7 +137,9 @@ def usual_event_micros(texts: pa.Array) -> pa.Array:
 class _Number(str):
     """A JSON number kept as its text (for the reasons) with its value."""
 
-    def __new__(cls, text: str, value):
+    value: int | float
+
+    def __new__(cls, text: str, value: int | float):
         number = super().__new__(cls, text)
         number.value = value
         return number
@@ -196,6 +200,7 @@ def _java_number_text(number: _Number) -> str:
     if value == 0 or 1e-3 <= abs(value) < 1e7:
         return repr(value)
     sign, digits, exponent = decimal.Decimal(repr(value)).normalize().as_tuple()
+    assert isinstance(exponent, int)  # a finite number: NaN and the infinities are handled above
     mantissa = "".join(map(str, digits))
     return f"{'-' if sign else ''}{mantissa[0]}.{mantissa[1:] or '0'}E{exponent + len(digits) - 1}"
 
