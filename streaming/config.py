@@ -18,19 +18,22 @@ from streaming.lake.locations import is_remote, local_path, redact_storage_optio
 LOCK_FILE = ".trade-summary.lock"  # instance.py: one app per data dir
 SECRET_KEY_PATTERN = re.compile(r"password|secret|jaas|token|key\.pem|private", re.IGNORECASE)
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(millisecond|second|minute|hour|day)s?\s*$", re.IGNORECASE)
-_UNIT_MILLISECONDS = {"millisecond": 1, "second": 1000, "minute": 60_000, "hour": 3_600_000, "day": 86_400_000}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(millisecond|second|minute|hour|day|ms|s|m|h|d)s?\s*$", re.IGNORECASE)
+_UNIT_MILLISECONDS = {"millisecond": 1, "second": 1000, "minute": 60_000, "hour": 3_600_000, "day": 86_400_000,
+                      "ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 
 def parse_duration(text: str) -> timedelta:
     """'15 minutes' -> timedelta(minutes=15); '0.25 seconds' or '250 milliseconds' for a short
-    trigger. Spark's interval words, singular or plural; at least a millisecond, in whole ones."""
+    trigger. Spark's interval words, singular or plural, or their short forms ('90s', '5m', '2h',
+    '7d', '250ms'); at least a millisecond, in whole ones."""
     match = _DURATION.match(str(text))
     milliseconds = float(match.group(1)) * _UNIT_MILLISECONDS[match.group(2).lower()] if match else 0
     if milliseconds < 1 or milliseconds != int(milliseconds):
         raise ValueError(
             f"invalid duration {text!r}: expected a positive number and a unit, "
-            "e.g. '15 minutes', '30 seconds', '1 hour', '250 milliseconds' (whole milliseconds)"
+            "e.g. '15 minutes', '30 seconds', '1 hour', '250 milliseconds' or '90s', '5m', '2h', '7d' "
+            "(whole milliseconds)"
         )
     return timedelta(milliseconds=int(milliseconds))
 
@@ -106,6 +109,12 @@ MIN_RATE = 0.1  # trades per second
 MAX_RATE = 100_000.0
 MAX_BEYOND_MINUTES = 24 * 60  # how far beyond the watermark a too-late trade can be sent
 
+# How long the topic keeps records. Bronze is the long-term copy, so the embedded broker holds
+# only the last hour (what a --replay-from can reach); a topic created on another Kafka gets a
+# week, and an existing one keeps its own.
+EMBEDDED_RETENTION = timedelta(hours=1)
+NEW_TOPIC_RETENTION = timedelta(days=7)
+
 
 @dataclass(frozen=True)
 class KafkaTarget:
@@ -117,12 +126,25 @@ class KafkaTarget:
     broker_port: int = 9092
     topic: str = "trades"
     topic_partitions: int = 3
-    topic_retention_ms: int = 7 * 24 * 3600 * 1000
+    broker_retention: timedelta | None = None  # --broker-retention; None: see topic_retention
     kafka_options: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def embedded_broker(self) -> bool:
         return self.bootstrap_servers is None
+
+    @property
+    def topic_retention(self) -> timedelta | None:
+        """The retention the topic is given at start (created or not); None leaves an existing
+        topic as it is (another Kafka's topic, unless --broker-retention says otherwise)."""
+        if self.broker_retention is not None:
+            return self.broker_retention
+        return EMBEDDED_RETENTION if self.embedded_broker else None
+
+    @property
+    def topic_retention_ms(self) -> int:
+        """The retention of a topic created here."""
+        return int((self.topic_retention or NEW_TOPIC_RETENTION).total_seconds() * 1000)
 
     @property
     def kafka_bootstrap(self) -> str:

@@ -7,7 +7,7 @@ import time
 from typing import Mapping
 
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import NewTopic
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 
 from streaming.kafka import clients
 
@@ -30,6 +30,18 @@ def retention_config(retention_ms: int) -> dict[str, str]:
     if retention_ms > 0:
         config["segment.ms"] = str(max(MIN_SEGMENT_MS, min(retention_ms // 4, MAX_SEGMENT_MS)))
     return config
+
+
+def retention_text(retention_ms: int) -> str:
+    """retention.ms as a person reads it; Kafka's -1 keeps records for ever."""
+    if retention_ms < 0:
+        return "unlimited"
+    seconds, milliseconds = divmod(retention_ms, 1000)
+    for unit, size in (("day", 86_400), ("hour", 3600), ("minute", 60), ("second", 1)):
+        if retention_ms and not milliseconds and seconds % size == 0:
+            count = seconds // size
+            return f"{count} {unit}{'' if count == 1 else 's'}"
+    return f"{retention_ms} ms"
 
 
 def wait_until_reachable(config: Mapping[str, str], timeout_s: float = 30.0) -> None:
@@ -77,3 +89,22 @@ def ensure_topic(config: Mapping[str, str], topic: str, partitions: int, retenti
             break
         time.sleep(0.1)
     return True
+
+
+def apply_retention(config: Mapping[str, str], topic: str, retention_ms: int) -> int | None:
+    """Give an existing topic `retention_config(retention_ms)`. Returns the retention.ms it had
+    when it was another, None when it already had this one."""
+    admin = clients.admin(config)
+    resource = ConfigResource(ResourceType.TOPIC, topic)
+    try:
+        current = admin.describe_configs([resource])[resource].result(timeout=15)
+        had = int(current["retention.ms"].value)
+        wanted = retention_config(retention_ms)
+        if all(current[key].value == value for key, value in wanted.items() if key in current):
+            return None
+        resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
+            ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET) for key, value in wanted.items()])
+        admin.incremental_alter_configs([resource])[resource].result(timeout=15)
+    except KafkaException as exc:
+        raise RuntimeError(f"cannot set the retention of topic '{topic}': {exc.args[0].str()}") from None
+    return had

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from streaming.config import (
     CLEAN_SOURCE_MODES,
+    EMBEDDED_RETENTION,
+    NEW_TOPIC_RETENTION,
     LoadSettings,
     Settings,
     Simulation,
@@ -102,6 +104,13 @@ def _add_kafka_arguments(kafka) -> None:
     kafka.add_argument("--broker-port", type=port, default=9092, metavar="N",
                        help="port of the embedded broker on 127.0.0.1 (default: %(default)s)")
     kafka.add_argument("--topic", default="trades", metavar="NAME", help="trades topic (default: %(default)s)")
+    kafka.add_argument("--broker-retention", type=duration_argument, metavar="DURATION",
+                       help="how long the topic keeps records (e.g. 90s, 5m, 2h, 7d), set when the topic is created "
+                            "and on an existing topic at start; bronze is the long-term copy, and records removed "
+                            "before the pipeline read them are a data loss (default: "
+                            f"{duration_text(EMBEDDED_RETENTION)} with the embedded broker; with --bootstrap-servers "
+                            f"{duration_text(NEW_TOPIC_RETENTION)} for a topic created here, an existing topic keeps "
+                            "its own)")
     kafka.add_argument("--kafka-config", type=Path, metavar="FILE",
                        help="client.properties file with Kafka client settings (security.protocol, "
                             "sasl.mechanisms, sasl.username, sasl.password, ssl.ca.location, ...)")

@@ -44,7 +44,8 @@ def _kafka_target(ns: argparse.Namespace, environ: Mapping[str, str], parser: ar
             raise UsageError(f"bootstrap.servers (from --kafka-config or {KAFKA_ENV_PREFIX}BOOTSTRAP_SERVERS): "
                              f"{exc}") from None
     return dict(data_dir=ns.data_dir, broker_root=ns.broker_dir, bootstrap_servers=bootstrap,
-                broker_port=ns.broker_port, topic=ns.topic, kafka_options=kafka_options)
+                broker_port=ns.broker_port, topic=ns.topic, broker_retention=ns.broker_retention,
+                kafka_options=kafka_options)
 
 
 def _spark(ns: argparse.Namespace) -> dict:

@@ -76,7 +76,13 @@ class Command(Generic[SettingsT]):
 
     def _start_kafka(self) -> None:
         """Start (or reuse) the embedded broker unless --bootstrap-servers; make sure the topic exists."""
-        from streaming.kafka.admin import KafkaUnreachable, ensure_topic, wait_until_reachable
+        from streaming.kafka.admin import (
+            KafkaUnreachable,
+            apply_retention,
+            ensure_topic,
+            retention_text,
+            wait_until_reachable,
+        )
         from streaming.kafka.broker import EmbeddedBroker
 
         s = self.settings
@@ -90,7 +96,13 @@ class Command(Generic[SettingsT]):
             raise StartupError(f"{exc}. Check --bootstrap-servers and the client settings.") from None
         created = ensure_topic(s.kafka_client_config(), s.topic, s.topic_partitions, s.topic_retention_ms)
         log.info("Kafka ready at %s; topic '%s' %s", s.kafka_bootstrap, s.topic,
-                 f"created ({s.topic_partitions} partitions)" if created else "found")
+                 f"created ({s.topic_partitions} partitions, retention {retention_text(s.topic_retention_ms)})"
+                 if created else "found")
+        if not created and s.topic_retention is not None:
+            had = apply_retention(s.kafka_client_config(), s.topic, s.topic_retention_ms)
+            if had is not None:
+                log.info("topic '%s': retention set to %s (it was %s; --broker-retention)", s.topic,
+                         retention_text(s.topic_retention_ms), retention_text(had))
 
     def _start_spark(self) -> SparkSession:
         from pyspark import SparkContext

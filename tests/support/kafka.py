@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Iterator
 
 from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from streaming.kafka.admin import ensure_topic, wait_until_reachable
 from streaming.kafka.broker import EmbeddedBroker, is_running
@@ -59,6 +60,14 @@ def new_topic(bootstrap: str, prefix: str = "trades", partitions: int = 3, **top
     ensure_topic({"bootstrap.servers": bootstrap}, name, partitions=partitions, retention_ms=3_600_000,
                  topic_config={"max.message.bytes": str(MAX_MESSAGE_BYTES), **topic_config})
     return name
+
+
+def topic_settings(bootstrap: str, topic: str) -> dict[str, str]:
+    """The topic's configuration as the broker reports it."""
+    resource = ConfigResource(ResourceType.TOPIC, topic)
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # held until the answer comes
+    found = admin.describe_configs([resource])[resource].result(timeout=15)
+    return {name: entry.value for name, entry in found.items()}
 
 
 class TopicWriter:

@@ -17,6 +17,14 @@ def test_a_duration_reads_spark_interval_words_with_fractions_down_to_the_millis
     assert parse_duration(text) == expected
 
 
+@pytest.mark.parametrize("text, expected", [
+    ("90s", timedelta(seconds=90)), ("5m", timedelta(minutes=5)), ("2h", timedelta(hours=2)),
+    ("7d", timedelta(days=7)), ("250ms", timedelta(milliseconds=250)), ("1.5 h", timedelta(minutes=90)),
+])
+def test_a_duration_reads_the_short_units_too(text, expected):
+    assert parse_duration(text) == expected
+
+
 @pytest.mark.parametrize("text", ["0 seconds", "0.5 milliseconds", "0.0001 seconds", "-1 second", "soon",
                                   "15", "1 fortnight", ""])
 def test_a_duration_that_is_not_a_positive_whole_number_of_milliseconds_is_refused(text):

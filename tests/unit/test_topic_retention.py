@@ -1,7 +1,11 @@
-"""A topic's retention can act: Kafka deletes only closed segments, so the segment rolls at a
-quarter of the retention, hourly at most and never more often than once a minute."""
+"""A topic's retention: the segment rolls at a quarter of it (Kafka deletes only closed segments),
+hourly at most and never more often than once a minute; and what each kind of broker is given."""
 
-from streaming.kafka.admin import retention_config
+from datetime import timedelta
+
+from streaming.config import EMBEDDED_RETENTION, NEW_TOPIC_RETENTION
+from streaming.kafka.admin import retention_config, retention_text
+from streaming.run.cli import parse_settings
 
 
 def test_a_week_of_retention_rolls_the_segment_hourly():
@@ -19,3 +23,26 @@ def test_a_very_short_retention_rolls_once_a_minute():
 
 def test_unlimited_retention_leaves_the_segment_alone():
     assert retention_config(-1) == {"retention.ms": "-1"}
+
+
+def test_the_embedded_broker_keeps_an_hour_and_applies_it_to_an_existing_topic():
+    settings = parse_settings([])
+    assert settings.topic_retention == EMBEDDED_RETENTION == timedelta(hours=1)
+    assert settings.topic_retention_ms == 3_600_000
+
+
+def test_another_kafka_keeps_an_existing_topic_as_it_is_and_creates_one_with_a_week():
+    settings = parse_settings(["--bootstrap-servers", "kafka:9092"])
+    assert settings.topic_retention is None
+    assert settings.topic_retention_ms == NEW_TOPIC_RETENTION.total_seconds() * 1000
+
+
+def test_broker_retention_is_applied_to_any_kafka_when_given():
+    assert parse_settings(["--broker-retention", "2h"]).topic_retention_ms == 7_200_000
+    other = parse_settings(["--bootstrap-servers", "kafka:9092"], {"TRADE_SUMMARY_BROKER_RETENTION": "90s"})
+    assert other.topic_retention == timedelta(seconds=90)
+
+
+def test_a_retention_is_said_in_the_largest_whole_unit():
+    assert [retention_text(ms) for ms in (604_800_000, 300_000, 90_000, 1_500, -1)] == [
+        "7 days", "5 minutes", "90 seconds", "1500 ms", "unlimited"]
