@@ -11,6 +11,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from streaming.config import Settings
 from streaming.lake.page_reads import (
     exactly_once_counts,
     newest_quarantine,
@@ -253,9 +254,9 @@ def read_silver_day(lake: Lake, day: str, channel: str | None, symbol: str | Non
 
 
 def window_length(gold: pd.DataFrame) -> pd.Timedelta:
-    """The pipeline's window, as gold shows it (15 minutes before any window exists)."""
+    """The pipeline's window, as gold shows it (the default window before any window exists)."""
     if gold.empty:
-        return pd.Timedelta(minutes=15)
+        return pd.Timedelta(Settings.window)
     row = gold.iloc[0]
     return pd.Timestamp(row["window_end"]) - pd.Timestamp(row["window_start"])
 

@@ -29,6 +29,12 @@ def window_rows(snapshot: dict | None) -> list[dict]:
     return sorted(rows, key=lambda w: w["start"])
 
 
+def _window_ms(rows: list[dict]) -> float | None:
+    """The window's length in milliseconds (the axis ticks at each window), from the first row."""
+    end = rows[0].get("window_end") if rows else None
+    return (utc_time(end) - rows[0]["start"]).total_seconds() * 1000 if isinstance(end, str) else None
+
+
 AMOUNTS = ("buy_amount", "sell_amount", "settlement_amount")
 
 
@@ -141,7 +147,7 @@ def summary_figure(snapshot: dict | None, mode: str = ids.MODE_WINDOW, first_rep
         margin=dict(l=70, r=20, t=30, b=50),
         legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
         xaxis=axis(title=dict(text=f"Window start (UTC) · {day}"), type="date", tickformat="%H:%M",
-                   hoverformat="%H:%M window", dtick=15 * 60 * 1000 if len(rows) <= 40 else None),
+                   hoverformat="%H:%M window", dtick=_window_ms(rows) if len(rows) <= 40 else None),
         yaxis=axis(title=dict(text="Amount (USD)" + (" · running total" if mode == ids.MODE_RUNNING else "")),
                    tickprefix="$", tickformat=",.0f", zeroline=True, zerolinecolor="#bbb"),
         uirevision="keep-zoom",

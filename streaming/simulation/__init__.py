@@ -1,0 +1,1 @@
+"""The simulated market: its clock and trades (pure), the producer that sends them to Kafka, the sample day."""

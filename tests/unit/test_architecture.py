@@ -143,3 +143,9 @@ def test_the_documented_tree_names_every_product_file_and_nothing_that_is_gone()
     assert sorted(product - shown) == [], "files missing from docs/architecture.md's tree"
     gone = sorted(p for p in shown if not (REPO / p).exists())
     assert gone == [], "entries of docs/architecture.md's tree that are gone"
+
+
+def test_every_module_and_package_says_what_it_owns_in_a_docstring():
+    silent = [str(path.relative_to(REPO)) for path in modules().values()
+              if not ast.get_docstring(ast.parse(path.read_text()))]
+    assert silent == []
