@@ -104,7 +104,7 @@ class Simulation:
     seed: int | None = None
 
 
-# The knobs' limits, for the command line, the page and the simulator alike.
+# The knobs' limits, for the command line and the page alike.
 MIN_RATE = 0.1  # trades per second
 MAX_RATE = 100_000.0
 MAX_BEYOND_MINUTES = 24 * 60  # how far beyond the watermark a too-late trade can be sent
@@ -140,6 +140,14 @@ class KafkaTarget:
         if self.broker_retention is not None:
             return self.broker_retention
         return EMBEDDED_RETENTION if self.embedded_broker else None
+
+    def retention_at_start(self, reused_broker: bool) -> timedelta | None:
+        """What an existing topic is given at start: --broker-retention, else the embedded default
+        when this command started the broker. A running app's broker, reused by `run.py load`,
+        keeps the retention that app gave it."""
+        if self.broker_retention is not None:
+            return self.broker_retention
+        return None if reused_broker else self.topic_retention
 
     @property
     def topic_retention_ms(self) -> int:

@@ -31,7 +31,9 @@ def rows_between(lake: Lake, table: Table, column: str, low: datetime, high: dat
     """The table's rows whose `column` is from `low` up to `high` (included unless
     high_inclusive is False); with `before`, only those whose Kafka record lies before these
     offsets in its partition."""
-    where = in_time_range(column, low, high, high_inclusive) + (f" AND ({before_offsets(before)})" if before else "")
+    where = in_time_range(column, low, high, high_inclusive)
+    if before is not None:
+        where += f" AND ({before_offsets(before)})"
     return lake.read(table, columns, where)
 
 

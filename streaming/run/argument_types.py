@@ -45,6 +45,19 @@ def _number_between(low: float, high: float, expected: str, not_a_number: str | 
 rate = _number_between(MIN_RATE, MAX_RATE, f"expected a rate between {MIN_RATE:g} and {MAX_RATE:.0f} trades/s",
                        not_a_number="expected a number")
 share = _number_between(0, 1, "expected a share between 0 and 1")
+MAX_CLOCK_SPEED = 100_000.0
+
+
+def clock_speed(text: str) -> float:
+    """Market seconds per real second: any positive speed up to MAX_CLOCK_SPEED."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 < value <= MAX_CLOCK_SPEED:  # NaN fails too
+        raise argparse.ArgumentTypeError(
+            f"expected a speed above 0 and at most {MAX_CLOCK_SPEED:.0f} market seconds per second, got {text!r}")
+    return value
 
 
 def port(text: str) -> int:

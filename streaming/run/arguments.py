@@ -21,6 +21,7 @@ from streaming.lake.locations import checkpoint_location, data_location, local_d
 from streaming.run.argument_types import (
     argtype,
     bootstrap_servers,
+    clock_speed,
     count,
     duration_argument,
     host_name,
@@ -198,7 +199,7 @@ def _add_streaming_arguments(stream) -> None:
 def _add_simulation_arguments(sim) -> None:
     sim.add_argument("--rate", type=rate, default=Simulation.rate, metavar="N",
                      help="trades per second (default: %(default)s)")
-    sim.add_argument("--clock-speed", type=rate, default=Simulation.clock_speed, metavar="X",
+    sim.add_argument("--clock-speed", type=clock_speed, default=Simulation.clock_speed, metavar="X",
                      help="market seconds per real second (default: %(default)s)")
     sim.add_argument("--late-share", type=share, default=Simulation.late_share, metavar="SHARE",
                      help="share of trades sent late (default: %(default)s)")
@@ -213,7 +214,6 @@ def _add_simulation_arguments(sim) -> None:
                      help="share of trades delivered twice (default: %(default)s)")
     sim.add_argument("--malformed-share", type=share, default=Simulation.malformed_share, metavar="SHARE",
                      help="share of malformed messages (default: %(default)s)")
-
 
 
 def build_load_parser() -> argparse.ArgumentParser:

@@ -112,7 +112,6 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None
     )
 
 
-
 def parse_load_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> LoadSettings:
     """`python run.py load` flags and environment -> LoadSettings. Raises UsageError."""
     environ = {} if environ is None else environ

@@ -1,4 +1,5 @@
-"""What both commands share: start and stop Java, Kafka and Spark, signals, logging, and run_command (exit codes)."""
+"""What both commands share: check Java, start and stop Kafka and Spark, signals, logging, and run_command (exit
+codes)."""
 
 from __future__ import annotations
 
@@ -98,11 +99,17 @@ class Command(Generic[SettingsT]):
         log.info("Kafka ready at %s; topic '%s' %s", s.kafka_bootstrap, s.topic,
                  f"created ({s.topic_partitions} partitions, retention {retention_text(s.topic_retention_ms)})"
                  if created else "found")
-        if not created and s.topic_retention is not None:
-            had = apply_retention(s.kafka_client_config(), s.topic, s.topic_retention_ms)
+        retention = s.retention_at_start(reused_broker=self.broker is not None and self.broker.reused)
+        if not created and retention is not None:
+            retention_ms = int(retention.total_seconds() * 1000)
+            try:
+                had = apply_retention(s.kafka_client_config(), s.topic, retention_ms)
+            except RuntimeError as exc:
+                raise StartupError(f"{exc} (--broker-retention: leave it out to keep another Kafka's topic "
+                                   "as it is)") from None
             if had is not None:
                 log.info("topic '%s': retention set to %s (it was %s; --broker-retention)", s.topic,
-                         retention_text(s.topic_retention_ms), retention_text(had))
+                         retention_text(retention_ms), retention_text(had))
 
     def _start_spark(self) -> SparkSession:
         from pyspark import SparkContext

@@ -17,7 +17,7 @@ and a live batch of up to ONE_SHARE_UP_TO records is one share):
   each new trade_id (so the driver can tell whether two tasks kept the same trade) and their
   latest event time (the next batch's watermark).
 
-Every result is one row of RESULT_SCHEMA; payloads are Arrow IPC streams.
+Every result is one row of RESULT_COLUMNS; payloads are Arrow IPC streams.
 """
 
 from __future__ import annotations

@@ -171,3 +171,9 @@ def test_shuffle_partitions_follow_the_local_cores_and_default_to_8_on_a_cluster
 
     assert default_shuffle_partitions("local") == 1 and default_shuffle_partitions("local[3]") == 3
     assert default_shuffle_partitions("yarn") == 8
+
+
+def test_the_market_clock_may_run_slower_than_the_wall_clock_but_not_stand_still():
+    assert parse_settings(["--clock-speed", "0.05"]).simulation.clock_speed == 0.05
+    with pytest.raises(UsageError, match="--clock-speed.*above 0"):
+        parse_settings(["--clock-speed", "0"])

@@ -25,15 +25,21 @@ def test_unlimited_retention_leaves_the_segment_alone():
     assert retention_config(-1) == {"retention.ms": "-1"}
 
 
-def test_the_embedded_broker_keeps_an_hour_and_applies_it_to_an_existing_topic():
+def test_the_embedded_broker_keeps_an_hour_and_gives_it_to_an_existing_topic_it_started():
     settings = parse_settings([])
     assert settings.topic_retention == EMBEDDED_RETENTION == timedelta(hours=1)
     assert settings.topic_retention_ms == 3_600_000
+    assert settings.retention_at_start(reused_broker=False) == EMBEDDED_RETENTION
+
+
+def test_a_load_that_reuses_a_running_apps_broker_leaves_its_retention_unless_told():
+    assert parse_settings([]).retention_at_start(reused_broker=True) is None
+    assert parse_settings(["--broker-retention", "7d"]).retention_at_start(reused_broker=True) == timedelta(days=7)
 
 
 def test_another_kafka_keeps_an_existing_topic_as_it_is_and_creates_one_with_a_week():
     settings = parse_settings(["--bootstrap-servers", "kafka:9092"])
-    assert settings.topic_retention is None
+    assert settings.topic_retention is None and settings.retention_at_start(reused_broker=False) is None
     assert settings.topic_retention_ms == NEW_TOPIC_RETENTION.total_seconds() * 1000
 
 

@@ -128,7 +128,7 @@ def time_jump_reasons(trades: pa.Table, latest_seen: datetime | None, max_jump: 
 
 
 def with_reasons(records: pa.Table, rejected: pa.Table, reasons: pa.Array) -> pa.Table:
-    """parse_trades() rows with `reasons` set on the records of `rejected` (matched by Kafka
+    """arrow.parse_records() rows with `reasons` set on the records of `rejected` (matched by Kafka
     record), which then go to quarantine instead of silver."""
     if rejected.num_rows == 0:
         return records
