@@ -9,6 +9,9 @@ written to docs/benchmarks.md with two plots, and summed up in one final `bench:
 The package: load.py (trades to Kafka, the broker anchor), sampling.py (processes and gold,
 polled while the run goes on), phases.py (the run), results.py and report.py. This module
 only reads the command line.
+
+`python -m bench --long-run` is another benchmark, with options of its own (`--long-run --help`):
+the app on a month-old lake against an empty one (long_run.py, with seed.py and app_run.py).
 """
 
 from __future__ import annotations
@@ -50,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs",
                         help="where benchmarks.md and the plots go (default: docs/)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary data directory")
+    parser.add_argument("--long-run", action="store_true",
+                        help="run the long-run benchmark instead: python run.py on a lake seeded with a month of "
+                             "trades against an empty one (its own options: python -m bench --long-run --help)")
     return parser
 
 
@@ -68,7 +74,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if "--long-run" in argv:
+        from bench import long_run
+
+        return long_run.main([arg for arg in argv if arg != "--long-run"])
+    args = parse_args(argv)
     stop_on_sigterm()
     log_to_terminal()
     try:

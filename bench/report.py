@@ -20,9 +20,9 @@ from streaming.config import duration_text
 
 log = logging.getLogger("bench")
 COMMAND = "python -m bench"
-# Sections other commands measure (python -m bench.broker_soak, python -m bench.delta_writers):
-# a bench run carries them over.
-KEPT_SECTIONS = ("## Embedded broker: ", "## Delta writers: ")
+# Sections other commands measure (python -m bench.broker_soak, python -m bench.delta_writers,
+# python -m bench --long-run): a bench run carries them over.
+KEPT_SECTIONS = ("## Embedded broker: ", "## Delta writers: ", "## Long run: ")
 
 
 def summary_line(results: Results) -> str:

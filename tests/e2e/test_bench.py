@@ -25,3 +25,23 @@ def test_the_benchmark_measures_every_figure_and_checks_gold(tmp_path):
     assert "over 2,000 other trades (not counted)" in report and "| warm-up |" in report
     assert re.search(r"Per trade in the throughput phase: [\d.]+ us of CPU", report)
     assert "gold holds" not in result.stderr  # the bench's own exactness check passed
+
+
+def test_the_long_run_measures_both_lakes_and_writes_its_section(tmp_path):
+    out = tmp_path / "report"
+    result = subprocess.run(
+        [sys.executable, "-m", "bench", "--long-run", "--seed-trades", "20000", "--seed-days", "2",
+         "--seconds", "10", "--warm-seconds", "0", "--rate", "500", "--out", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    line, ratios = result.stdout.strip().splitlines()[-2:]
+    assert re.fullmatch(r"long-run: trades_seeded=20000 restart_s=[\d.]+/[\d.]+ driver_rss_mb=\d+/\d+ "
+                        r"batch_p95_ms=\d+/\d+ freshness_p95_s=[\d.]+/[\d.]+ refresh_p95_ms=[\d.]+/[\d.]+ "
+                        r"broker_rss_mb=\d+/\d+", line), line
+    assert re.fullmatch(r"long-run ratios: restart_s=[\d.]+ driver_rss_mb=[\d.]+ batch_p95_ms=[\d.]+ "
+                        r"freshness_p95_s=[\d.]+ refresh_p95_ms=[\d.]+ broker_rss_mb=[\d.]+ over_1.2=\S+",
+                        ratios), ratios
+    report = (out / "benchmarks.md").read_text()
+    assert "## Long run: 20,000 trades over 2 days" in report and line in report
+    assert (out / "bench-long-run.png").exists()
+    assert "run.py exited" not in result.stderr and "Traceback" not in result.stderr
