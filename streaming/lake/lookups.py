@@ -4,7 +4,7 @@ tables (by time range, Kafka offsets, trade ids, writer), so that no SQL is writ
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -42,15 +42,18 @@ def rows_written_by(lake: Lake, table: Table, query_id: str, columns: Sequence[s
     return lake.read(table, columns, equals("query_id", query_id))
 
 
-def rows_of_trade_ids(lake: Lake, table: Table, ids: pa.ChunkedArray, columns: Sequence[str]) -> pa.Table:
-    """The table's rows of these trade_ids."""
+def rows_of_trade_ids(lake: Lake, table: Table, ids: pa.ChunkedArray, columns: Sequence[str],
+                      between: tuple[datetime, datetime] | None = None) -> pa.Table:
+    """The table's rows of these trade_ids (with an event time in [between), when given)."""
     if len(ids) == 0:
         return table.schema_of(columns).empty_table()
+    in_range = in_time_range("event_time", *between, high_inclusive=False) if between else None
     if len(ids) > IN_LIST_UP_TO:  # many (records read again)
         wanted = ids.combine_chunks()
         return pa.Table.from_batches([batch.filter(pc.is_in(batch["trade_id"], value_set=wanted))
-                                      for batch in lake.scan(table, columns)], table.schema_of(columns))
-    return lake.read(table, columns, one_of("trade_id", ids.to_pylist()))
+                                      for batch in lake.scan(table, columns, in_range)], table.schema_of(columns))
+    where = one_of("trade_id", ids.to_pylist())
+    return lake.read(table, columns, f"{where} AND {in_range}" if in_range else where)
 
 
 def silver_at_event_times_of(lake: Lake, trades: pa.Table, columns: Sequence[str]) -> pa.Table:
@@ -90,3 +93,10 @@ def holds_records_of(lake: Lake, table: Table, records: pa.Table) -> bool:
 def _any_record(lake: Lake, table: Table, where: str) -> bool:
     found = lake.query(table, f"SELECT {quote('offset')} FROM t WHERE {where} LIMIT 1")
     return found is not None and found.num_rows > 0
+
+
+def trade_ids_between(lake: Lake, low: datetime, high: datetime) -> Iterator[pa.Array]:
+    """Silver's trade_ids with an event time from `low` up to (not including) `high`, a record
+    batch at a time: the files outside the range are skipped on their statistics."""
+    for batch in lake.scan(SILVER, ["trade_id"], in_time_range("event_time", low, high, high_inclusive=False)):
+        yield batch["trade_id"]

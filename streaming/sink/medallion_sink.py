@@ -42,7 +42,7 @@ from streaming.medallion.silver.arrow import parse_records, quarantine_rows, sil
 from streaming.medallion.silver.guard import screened
 from streaming.sink.gold_step import GoldStep
 from streaming.sink.read_before import ReadBefore, rewinds
-from streaming.sink.seen_ids import SilverBefore, TradeIds, trade_id_hashes
+from streaming.sink.seen_ids import SilverBefore, TradeIds, id_keys
 from streaming.sink.task_writes import LATE, ONE_SHARE_UP_TO, SUMS, BatchPlan, ShareWriter, TaskResults
 
 log = logging.getLogger(__name__)
@@ -62,7 +62,7 @@ class MedallionSink:
         self.watermark: datetime | None = None  # in effect for the next batch (None before the first is set)
         self.data_loss: str | None = None  # the last time Kafka's offsets went back, said for the operator
         self.read_before = ReadBefore(lake)
-        self.trade_ids = TradeIds(lake)  # every trade_id silver holds, hashed
+        self.trade_ids = TradeIds(lake)  # silver's trade_ids, hashed, of the days in play
         self.silver_before = SilverBefore(lake, self.trade_ids)
         self.gold = GoldStep(settings, lake)
 
@@ -116,8 +116,8 @@ class MedallionSink:
         records = pc.sum(pc.subtract(ledger["end_offset"], ledger["start_offset"])).as_py()
         shares = batch.coalesce(1) if records <= ONE_SHARE_UP_TO else batch
         results = TaskResults(shares.mapInArrow(ShareWriter(plan), ShareWriter.SCHEMA).toArrow())
-        new_ids = results.new_id_hashes()
-        if results.same_trade_kept_twice() or self.trade_ids.known(new_ids).any():
+        new_ids = results.new_id_keys()
+        if results.same_trade_kept_twice() or self.trade_ids.known(*new_ids).any():
             # Two tasks each kept a first copy of one trade (sent with two keys, so into two Kafka
             # partitions, or on both sides of where a partition's range was cut), or a task kept a
             # trade whose id silver has (delivered again, or a conflicting record): the silver and
@@ -130,7 +130,7 @@ class MedallionSink:
         # committed (read_before) and goes through the driver, which completes the others.
         self.lake.at_once(*(functools.partial(self.lake.commit_files, table, results.files(table), this)
                             for table in (BRONZE, SILVER, QUARANTINE)))
-        self.trade_ids.add(new_ids)
+        self.trade_ids.add(*new_ids)
         self.gold.add_summed(results.table(LATE), merge_window_sums(results.tables(SUMS)), ledger, this)
         return results.latest_event_time()
 
@@ -156,6 +156,6 @@ class MedallionSink:
         self.lake.publish(QUARANTINE, quarantine_rows(rows), this)
         # The trades silver kept from these records: a redelivery of a trade it had is not among them.
         kept = silver_rows_of_records(self.lake, trades, LATE_CANDIDATE_COLUMNS)
-        self.trade_ids.add(trade_id_hashes(kept["trade_id"]).to_numpy())
+        self.trade_ids.add(*id_keys(kept))
         self.gold.count_kept(kept, ledger, this, recount=read_again or run_again)
         return pc.max(kept["event_time"]).as_py() if kept.num_rows else None

@@ -39,7 +39,7 @@ from streaming.medallion.lateness import LATE_CANDIDATE_COLUMNS, too_late
 from streaming.medallion.silver.arrow import parse_records, quarantine_rows
 from streaming.medallion.silver.guard import screened
 from streaming.rows import no_cycle_collection
-from streaming.sink.seen_ids import trade_id_hashes
+from streaming.sink.seen_ids import event_days, trade_id_hashes
 
 # A share is held in memory as records, trades and files: Spark cuts a bigger range of a partition.
 MAX_RECORDS_PER_SHARE = 100_000
@@ -117,7 +117,8 @@ class ShareWriter:
         results += [
             _result(SUMS, payload=to_ipc(window_sums(new.filter(pc.invert(late)), self.plan.window))),
             _result(LATE, payload=to_ipc(new.filter(late).select(LATE_CANDIDATE_COLUMNS))),
-            _result(NEW_IDS, payload=to_ipc(pa.table({"hash": trade_id_hashes(new["trade_id"])}))),
+            _result(NEW_IDS, payload=to_ipc(pa.table({"hash": trade_id_hashes(new["trade_id"]),
+                                                      "day": event_days(new["event_time"])}))),
             _result(LATEST, payload=to_ipc(pa.table({"event_time": pa.array([pc.max(new["event_time"]).as_py()],
                                                                              UTC_TIME)}))),
         ]
@@ -152,11 +153,14 @@ class TaskResults:
         times = [t["event_time"] for t in self.tables(LATEST) if t.num_rows]
         return pc.max(pa.chunked_array([c for t in times for c in t.chunks], UTC_TIME)).as_py() if times else None
 
-    def new_id_hashes(self) -> np.ndarray:
-        """The hashes of the trade_ids the tasks kept for silver, every task's."""
-        hashes = [t["hash"] for t in self.tables(NEW_IDS) if t.num_rows]
-        return np.concatenate([h.to_numpy() for h in hashes]) if hashes else np.empty(0, np.uint64)
+    def new_id_keys(self) -> tuple[np.ndarray, np.ndarray]:
+        """The trade_ids the tasks kept for silver, every task's: (their hashes, event days)."""
+        kept = [t for t in self.tables(NEW_IDS) if t.num_rows]
+        if not kept:
+            return np.empty(0, np.uint64), np.empty(0, np.int32)
+        return (np.concatenate([t["hash"].to_numpy() for t in kept]),
+                np.concatenate([t["day"].to_numpy() for t in kept]))
 
     def same_trade_kept_twice(self) -> bool:
-        every = self.new_id_hashes()
+        every, _ = self.new_id_keys()
         return len(np.unique(every)) < len(every)

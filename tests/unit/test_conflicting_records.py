@@ -7,9 +7,10 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pyarrow as pa
 
-from streaming.lake.tables import UTC_TIME
+from streaming.lake.store import Batch, Lake
+from streaming.lake.tables import SILVER, UTC_TIME
 from streaming.medallion.silver.guard import conflict_reasons, split_conflicts
-from streaming.sink.seen_ids import TradeIds, _in_sorted
+from streaming.sink.seen_ids import TradeIds, _in_sorted, _SortedRuns, event_days, trade_id_hashes
 
 T0 = datetime(2026, 3, 2, 9, 1, tzinfo=timezone.utc)
 
@@ -39,34 +40,73 @@ def test_split_conflicts_keeps_the_rest_in_order():
     assert len(reasons) == 1
 
 
+def hashes(*names) -> np.ndarray:
+    return trade_id_hashes(pa.chunked_array([pa.array(names)])).to_numpy()
+
+
+def days(*numbers) -> np.ndarray:
+    return np.array(numbers, np.int32)
+
+
+DAY0 = (T0 - datetime(1970, 1, 1, tzinfo=timezone.utc)).days
+
+
+def silver_with(lake, batch: int, names: list[str], event_time: datetime) -> None:
+    rows = pa.table({f.name: pa.nulls(len(names), f.type) for f in SILVER.schema}, schema=SILVER.schema)
+    rows = rows.set_column(rows.schema.get_field_index("trade_id"), "trade_id", pa.array(names))
+    rows = rows.set_column(rows.schema.get_field_index("event_time"), "event_time",
+                           pa.array([event_time] * len(names), UTC_TIME))
+    lake.publish(SILVER, rows, Batch("test", batch))
+
+
+def test_an_event_day_is_the_utc_day_of_the_event_time():
+    times = pa.array([T0.replace(hour=0, minute=0), T0.replace(hour=23, minute=59, second=59),
+                      datetime(1969, 12, 31, 23, tzinfo=timezone.utc)], UTC_TIME)
+    assert event_days(times).to_pylist() == [DAY0, DAY0, -1]
+
+
 def test_the_id_index_knows_what_silver_held_and_what_was_added_since(tmp_path):
-    from streaming.lake.store import Lake
-    from streaming.sink.seen_ids import trade_id_hashes
-
     ids = TradeIds(Lake(tmp_path))  # no silver yet: nothing known
-    hashes = lambda *names: trade_id_hashes(pa.chunked_array([pa.array(names)])).to_numpy()  # noqa: E731
-    assert not ids.known(hashes("a")).any()
-    ids.add(hashes("a", "b"))
-    assert ids.known(hashes("a", "x", "b")).tolist() == [True, False, True]
-    ids.MERGE_AT = 3
-    ids.add(hashes("c"))  # merged into the main run
-    assert ids.known(hashes("c", "a", "y")).tolist() == [True, True, False]
+    assert not ids.known(hashes("a"), days(DAY0)).any()
+    ids.add(hashes("a", "b"), days(DAY0, DAY0))
+    assert ids.known(hashes("a", "x", "b"), days(DAY0, DAY0, DAY0)).tolist() == [True, False, True]
+    _SortedRuns.MERGE_AT, merge_at = 3, _SortedRuns.MERGE_AT
+    try:
+        ids.add(hashes("c"), days(DAY0))  # merged into the day's main run
+    finally:
+        _SortedRuns.MERGE_AT = merge_at
+    assert ids.known(hashes("c", "a", "y"), days(DAY0, DAY0, DAY0)).tolist() == [True, True, False]
 
 
-def test_the_id_index_starts_from_every_trade_id_silver_holds(tmp_path):
-    from streaming.lake.store import Batch, Lake
-    from streaming.lake.tables import SILVER
-    from streaming.sink.seen_ids import trade_id_hashes
-
+def test_the_id_index_reads_a_day_from_silver_only_when_a_trade_of_that_day_comes(tmp_path):
     lake = Lake(tmp_path)
-    for batch, names in enumerate((["a", "b"], ["c"])):
-        rows = pa.table({f.name: pa.nulls(len(names), f.type) for f in SILVER.schema}, schema=SILVER.schema)
-        rows = rows.set_column(rows.schema.get_field_index("trade_id"), "trade_id", pa.array(names))
-        rows = rows.set_column(rows.schema.get_field_index("event_time"), "event_time",
-                               pa.array([T0] * len(names), UTC_TIME))
-        lake.publish(SILVER, rows, Batch("test", batch))
-    hashes = trade_id_hashes(pa.chunked_array([pa.array(["c", "z", "a", "b"])])).to_numpy()
-    assert TradeIds(lake).known(hashes).tolist() == [True, False, True, True]
+    silver_with(lake, 0, ["a", "b"], T0)
+    silver_with(lake, 1, ["old"], T0 - timedelta(days=20))
+    ids = TradeIds(lake)
+    assert ids.known(hashes("c", "a", "b"), days(DAY0, DAY0, DAY0)).tolist() == [False, True, True]
+    assert (ids.days_read, ids.ids_held) == (1, 2)  # today's ids only: not the lake's
+    assert ids.known(hashes("old"), days(DAY0 - 20)).tolist() == [True]  # a duplicate carries its day
+    assert (ids.days_read, ids.ids_held) == (2, 3)
+
+
+def test_the_id_index_holds_the_days_in_play_and_reads_an_old_one_again_when_needed(tmp_path):
+    lake = Lake(tmp_path)
+    for back in range(6):
+        silver_with(lake, back, [f"t{back}"], T0 - timedelta(days=back))
+    ids = TradeIds(lake, days_held=3)
+    for back in range(6):
+        assert ids.known(hashes(f"t{back}"), days(DAY0 - back)).tolist() == [True]
+    assert ids.ids_held == 3 and ids.days_read == 6  # memory: three days' ids, whatever the lake's age
+    assert ids.known(hashes("t0"), days(DAY0)).tolist() == [True]  # let go, then read again
+    assert ids.days_read == 7
+
+
+def test_a_known_id_with_another_days_event_time_is_found_while_that_day_is_held(tmp_path):
+    lake = Lake(tmp_path)
+    silver_with(lake, 0, ["c1"], T0)
+    ids = TradeIds(lake)
+    ids.known(hashes("x"), days(DAY0))  # today is in play
+    assert ids.found_on(hashes("c1"), days(DAY0 + 1)).tolist() == [DAY0]  # a conflict, found on its first day
 
 
 def test_membership_in_a_sorted_run_at_its_edges():

@@ -52,6 +52,7 @@ def test_partial_window_sums_of_disjoint_trades_merge_into_the_sums_of_all():
 def test_the_driver_sees_when_two_tasks_kept_the_same_trade():
     def result(ids):
         return {"kind": "new_ids", "table": "", "path": None, "size": None, "num_rows": None, "stats": None,
-                "payload": to_ipc(pa.table({"hash": trade_id_hashes(pa.chunked_array([pa.array(ids, pa.string())]))}))}
+                "payload": to_ipc(pa.table({"hash": trade_id_hashes(pa.chunked_array([pa.array(ids, pa.string())])),
+                                            "day": pa.array([20_514] * len(ids), pa.int32())}))}
     assert TaskResults(pa.Table.from_pylist([result(["a", "b"]), result(["c"])])).same_trade_kept_twice() is False
     assert TaskResults(pa.Table.from_pylist([result(["a", "b"]), result(["b"])])).same_trade_kept_twice() is True
