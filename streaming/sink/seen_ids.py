@@ -56,7 +56,9 @@ class _SortedRuns:
     def add(self, hashes: np.ndarray) -> None:
         self.recent = np.sort(np.concatenate([self.recent, hashes]))
         if len(self.recent) >= self.MERGE_AT:
-            self.main, self.recent = np.sort(np.concatenate([self.main, self.recent])), self.recent[:0]
+            # Both runs are sorted: inserting the small one in place beats sorting them together.
+            self.main = np.insert(self.main, np.searchsorted(self.main, self.recent), self.recent)
+            self.recent = self.recent[:0]
 
 
 class TradeIds:
