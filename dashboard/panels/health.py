@@ -43,6 +43,9 @@ def health_table(snapshot: dict | None):
             f"sent {producer['sent']:,} · failed {producer['failed']:,}")
     losses = [html.P(f"Kafka data loss, {q['data_loss']}", className="health-data-loss")
               for q in status.get("queries", []) if q.get("data_loss")]
+    losses += [html.P(f"Records Kafka removed before they were read: {q['records_lost']:,} in all (the batch "
+                      "ledger counts them per batch).", className="health-data-loss")
+               for q in status.get("queries", []) if q.get("records_lost") and not q.get("data_loss")]
     return [table, *losses, html.P(line, className="health-producer")]
 
 

@@ -85,6 +85,7 @@ class QueryStatus:
     restarts: int = 0  # times restarted from its checkpoint after a failure
     last_restart_error: str | None = None  # the short cause of the last failure it was restarted after
     data_loss: str | None = None  # the last time Kafka no longer held offsets it had read (failOnDataLoss=false)
+    records_lost: int = 0  # records Kafka removed before they were read, as the ledger counts them
 
 
 def processed_offsets(progress: dict) -> dict[str, int]:
@@ -127,6 +128,7 @@ def query_status(query: StreamingQuery, restarts: int = 0, last_restart_error: s
         restarts=restarts,
         last_restart_error=last_restart_error,
         data_loss=sink.data_loss if sink else None,
+        records_lost=sink.records_lost if sink else 0,
     )
 
 

@@ -105,6 +105,16 @@ def watermark_offsets(client: Consumer, topic: str, timeout_s: float,
     return {p: client.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s) for p in parts}
 
 
+def log_starts(config: Mapping[str, str], partitions: list[tuple[str, int]], timeout_s: float = 5.0
+               ) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> the first offset the broker still holds, asked by a consumer of its own."""
+    client = consumer(config, "log-starts")
+    try:
+        return {(t, p): client.get_watermark_offsets(TopicPartition(t, p), timeout=timeout_s)[0] for t, p in partitions}
+    finally:
+        client.close()
+
+
 class EndOffsets:
     """The topic's end offsets, asked of the broker by one long-lived consumer that never
     subscribes (for the health monitor and the benchmark)."""

@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 
 from streaming.lake.sql import before_offsets, equals, from_offsets, in_offset_ranges, in_time_range, one_of, quote
 from streaming.lake.store import Lake
-from streaming.lake.tables import SILVER, Table
+from streaming.lake.tables import BATCH_WATERMARKS, SILVER, Table
 
 # Past this many ids, one pass over the table beats a long IN list.
 IN_LIST_UP_TO = 1000
@@ -100,3 +100,11 @@ def trade_ids_between(lake: Lake, low: datetime, high: datetime) -> Iterator[pa.
     batch at a time: the files outside the range are skipped on their statistics."""
     for batch in lake.scan(SILVER, ["trade_id"], in_time_range("event_time", low, high, high_inclusive=False)):
         yield batch["trade_id"]
+
+
+def records_lost_so_far(lake: Lake) -> int:
+    """The records Kafka removed before the pipeline read them, as the ledger counts them: only
+    its rows with a loss are read (the others' files are skipped on their statistics)."""
+    lost = quote("records_lost")
+    found = lake.query(BATCH_WATERMARKS, f"SELECT sum({lost}) AS n FROM t WHERE {lost} > 0")
+    return int(found["n"][0].as_py() or 0) if found is not None and found.num_rows else 0

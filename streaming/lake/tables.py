@@ -148,13 +148,14 @@ CORRECTIONS = Table(
     keys=("query_id", "batch_id", "window_start"), write=Write.APPEND_ONCE_PER_BATCH, compact_every=COMPACT_EVERY,
 )
 
-# One row per (gold query, batch, topic partition): the offsets it read and the watermark its
-# late input was judged against (lateness.py).
+# One row per (gold query, batch, topic partition): the offsets it read, the watermark its
+# late input was judged against (lateness.py) and how many of them Kafka had lost (losses.py).
 BATCH_WATERMARKS = Table(
     "gold/batch_watermarks",
     pa.schema([
         ("query_id", pa.string()), ("batch_id", pa.int64()), ("topic", pa.string()), ("partition", pa.int32()),
         ("start_offset", pa.int64()), ("end_offset", pa.int64()), ("watermark", UTC_TIME),
+        ("records_lost", pa.int64()),  # of the range, removed by Kafka before the batch read them (losses.py)
     ]),
     keys=("query_id", "batch_id", "topic", "partition"), write=Write.APPEND_ONCE_PER_BATCH,
     compact_every=COMPACT_EVERY,

@@ -40,7 +40,7 @@ def ledger_rows(query_id: str, batch_id: int, read: OffsetLogEntry | None,
         "query_id": [query_id] * len(rows), "batch_id": [batch_id] * len(rows),
         "topic": [tp[0] for tp, _, _ in rows], "partition": [tp[1] for tp, _, _ in rows],
         "start_offset": [s for _, s, _ in rows], "end_offset": [e for _, _, e in rows],
-        "watermark": [watermark] * len(rows),
+        "watermark": [watermark] * len(rows), "records_lost": [0] * len(rows),
     }, schema=BATCH_WATERMARKS.schema)
 
 

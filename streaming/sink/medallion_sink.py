@@ -31,10 +31,18 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 
 from streaming.config import Settings
+from streaming.kafka.clients import log_starts
 from streaming.lake.checkpoints import OffsetLogEntry, QueryCheckpoint
-from streaming.lake.lookups import holds_records_of, latest_event_time_before, silver_rows_of_records
+from streaming.lake.lookups import (
+    holds_records_of,
+    latest_event_time_before,
+    offset_ranges,
+    records_lost_so_far,
+    silver_rows_of_records,
+)
 from streaming.lake.store import Batch, Lake
 from streaming.lake.tables import BRONZE, QUARANTINE, SILVER, UTC_TIME
+from streaming.medallion import losses
 from streaming.medallion.bronze import bronze_rows
 from streaming.medallion.gold import merge_window_sums
 from streaming.medallion.lateness import EPOCH, LATE_CANDIDATE_COLUMNS, judged_watermark, ledger_rows
@@ -60,7 +68,8 @@ class MedallionSink:
         self.latest: datetime | None = None
         self.latest_for: int | None = None
         self.watermark: datetime | None = None  # in effect for the next batch (None before the first is set)
-        self.data_loss: str | None = None  # the last time Kafka's offsets went back, said for the operator
+        self.data_loss: str | None = None  # the last time Kafka lost records, said for the operator
+        self.records_lost = records_lost_so_far(lake)  # before they were read, ever (the ledger's count)
         self.read_before = ReadBefore(lake)
         self.trade_ids = TradeIds(lake)  # silver's trade_ids, hashed, of the days in play
         self.silver_before = SilverBefore(lake, self.trade_ids)
@@ -126,6 +135,7 @@ class MedallionSink:
             log.info("batch %d: a trade_id seen before; silver takes the batch through a MERGE", batch_id)
             self.lake.commit_files(BRONZE, results.files(BRONZE), this)
             return self.write_on_driver(batch.toArrow(), batch_id, ledger, latest)
+        ledger = self.count_losses(ledger, results.first_offsets())
         # Any of the three may land first: a batch run again after a crash in between finds one
         # committed (read_before) and goes through the driver, which completes the others.
         self.lake.at_once(*(functools.partial(self.lake.commit_files, table, results.files(table), this)
@@ -134,12 +144,36 @@ class MedallionSink:
         self.gold.add_summed(results.table(LATE), merge_window_sums(results.tables(SUMS)), ledger, this)
         return results.latest_event_time()
 
+    def count_losses(self, ledger: pa.Table, first_read: dict[tuple[str, int], int]) -> pa.Table:
+        """The ledger rows with the records Kafka removed before the batch could read them
+        (losses.py), said for the operator when there are any."""
+        heads = losses.unread_heads(ledger, first_read)
+        if not heads:
+            return ledger
+        try:
+            starts: dict[tuple[str, int], int] | None = log_starts(self.settings.kafka_client_config(), sorted(heads))
+        except Exception as exc:  # noqa: BLE001 - unreachable now: a topic without transactions has no markers
+            log.warning("Kafka could not say where its partitions start (%s): the offsets a batch did not read "
+                        "count as lost", exc)
+            starts = None
+        lost = losses.lost_records(heads, starts)
+        if not lost:
+            return ledger
+        self.records_lost += sum(lost.values())
+        self.data_loss = losses.said(lost, heads, self.records_lost, datetime.now(timezone.utc))
+        log.warning("%s", self.data_loss)
+        return losses.with_losses(ledger, lost)
+
     # -- records read again, or a batch run again: the driver writes through MERGEs ----------------
     def write_on_driver(self, records: pa.Table, batch_id: int, ledger: pa.Table,
                         latest: datetime | None) -> datetime | None:
         """records: the batch's, as the Kafka source gives them. Returns the latest event time
         among silver's trades from them."""
+        ledger = self.count_losses(ledger, losses.first_offsets([offset_ranges(records)]) if records.num_rows else {})
         if records.num_rows == 0:
+            if pc.sum(ledger["records_lost"]).as_py():  # the ledger keeps the count
+                self.gold.count_kept(SILVER.schema_of(LATE_CANDIDATE_COLUMNS).empty_table(), ledger,
+                                     self.batch(batch_id), recount=False)
             return None
         rows = parse_records(records)
         ingested_at = pa.scalar(datetime.now(timezone.utc), UTC_TIME)

@@ -14,8 +14,9 @@ and a live batch of up to ONE_SHARE_UP_TO records is one share):
   quarantine instead;
 * judges the new trades against the batch's watermark and sends back, rather than rows, what
   the driver needs for gold: the on-time trades' window sums, the too-late trades, a hash of
-  each new trade_id (so the driver can tell whether two tasks kept the same trade) and their
-  latest event time (the next batch's watermark).
+  each new trade_id (so the driver can tell whether two tasks kept the same trade), their
+  latest event time (the next batch's watermark) and the offsets the share read (what Kafka
+  no longer held, medallion/losses.py).
 
 Every result is one row of RESULT_COLUMNS; payloads are Arrow IPC streams.
 """
@@ -31,11 +32,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from streaming.lake.files import DataFile, write_file
+from streaming.lake.lookups import offset_ranges
 from streaming.lake.store import Lake
 from streaming.lake.tables import BRONZE, QUARANTINE, SILVER, UTC_TIME, Table
 from streaming.medallion.bronze import bronze_rows
 from streaming.medallion.gold import window_sums
 from streaming.medallion.lateness import LATE_CANDIDATE_COLUMNS, too_late
+from streaming.medallion.losses import first_offsets
 from streaming.medallion.silver.arrow import parse_records, quarantine_rows
 from streaming.medallion.silver.guard import screened
 from streaming.rows import no_cycle_collection
@@ -51,7 +54,7 @@ KAFKA_RECORDS = pa.schema([
     ("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()), ("partition", pa.int32()),
     ("offset", pa.int64()), ("timestamp", pa.timestamp("us", tz="UTC")), ("timestampType", pa.int32()),
 ])
-FILE, SUMS, LATE, NEW_IDS, LATEST = "file", "sums", "late", "new_ids", "latest"
+FILE, SUMS, LATE, NEW_IDS, LATEST, READ = "file", "sums", "late", "new_ids", "latest", "read"
 RESULT_COLUMNS = pa.schema([("kind", pa.string()), ("table", pa.string()), ("path", pa.string()),
                             ("size", pa.int64()), ("num_rows", pa.int64()), ("stats", pa.string()),
                             ("payload", pa.binary())])
@@ -110,7 +113,8 @@ class ShareWriter:
         rows = rows.append_column("ingested_at", pa.repeat(pa.scalar(self.plan.ingested_at, UTC_TIME), rows.num_rows))
         # Without silver at hand: the driver tells from the new ids' hashes whether silver held any.
         rows, new = screened(rows, self.plan.latest_seen, self.plan.max_event_time_jump)
-        results = [self.write(BRONZE, bronze_rows(rows)),
+        results = [_result(READ, payload=to_ipc(offset_ranges(rows))),
+                   self.write(BRONZE, bronze_rows(rows)),
                    self.write(QUARANTINE, quarantine_rows(rows)),
                    self.write(SILVER, new)]
         late = too_late(new, self.plan.watermark)
@@ -160,6 +164,10 @@ class TaskResults:
             return np.empty(0, np.uint64), np.empty(0, np.int32)
         return (np.concatenate([t["hash"].to_numpy() for t in kept]),
                 np.concatenate([t["day"].to_numpy() for t in kept]))
+
+    def first_offsets(self) -> dict[tuple[str, int], int]:
+        """Per partition, the first offset any task read."""
+        return first_offsets(self.tables(READ))
 
     def same_trade_kept_twice(self) -> bool:
         every, _ = self.new_id_keys()
