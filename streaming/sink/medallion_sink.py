@@ -70,6 +70,7 @@ class MedallionSink:
         self.watermark: datetime | None = None  # in effect for the next batch (None before the first is set)
         self.data_loss: str | None = None  # the last time Kafka lost records, said for the operator
         self.records_lost = records_lost_so_far(lake)  # before they were read, ever (the ledger's count)
+        self.starts_known: frozenset[tuple[str, int]] = frozenset()  # the current batch's partitions
         self.read_before = ReadBefore(lake)
         self.trade_ids = TradeIds(lake)  # silver's trade_ids, hashed, of the days in play
         self.silver_before = SilverBefore(lake, self.trade_ids)
@@ -92,6 +93,9 @@ class MedallionSink:
         latest = self.latest_before(batch_id, previous)
         watermark = EPOCH if latest is None else max(EPOCH, latest - self.settings.watermark)
         ledger = ledger_rows(self.query_id, batch_id, read, previous, watermark)
+        # Where a partition's range starts is known from the batch before (batch 0's from the
+        # starting offsets, which the offset log does not keep): only then is a gap a loss.
+        self.starts_known = frozenset(previous.ends if previous else ())
         if ledger.num_rows == 0:
             batch_latest = None  # no record read
         elif self.read_before(ledger, self.batch(batch_id), may_run_again=batch_id != self.last_done + 1):
@@ -147,7 +151,7 @@ class MedallionSink:
     def count_losses(self, ledger: pa.Table, first_read: dict[tuple[str, int], int]) -> pa.Table:
         """The ledger rows with the records Kafka removed before the batch could read them
         (losses.py), said for the operator when there are any."""
-        heads = losses.unread_heads(ledger, first_read)
+        heads = {tp: head for tp, head in losses.unread_heads(ledger, first_read).items() if tp in self.starts_known}
         if not heads:
             return ledger
         try:

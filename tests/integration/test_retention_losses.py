@@ -53,3 +53,13 @@ def test_records_removed_before_they_were_read_are_counted_as_lost_and_the_rest_
     assert status.records_lost == lost
     stream.check_table(BATCH_WATERMARKS)
     assert stream.table(BATCH_WATERMARKS)["records_lost"].sum() == lost
+
+
+def test_a_new_pipeline_on_a_topic_that_retention_already_shortened_counts_no_loss(stream, broker, topic):
+    stream.add(*[trade(f"u{i}", "BUY", 1, 1.0, DAY + "09:02:00Z", account_id=f"ACC-{i % 7}") for i in range(20)])
+    removed = remove_all_but_last(broker.bootstrap_servers, topic, kept=2)
+    stream.process()  # the first batch starts at the earliest offset the broker holds
+    stream.check_table(BRONZE, rows=20 - sum(removed.values()))
+    [status] = stream.pipeline.status()
+    assert status.records_lost == 0 and status.data_loss is None
+    assert stream.table(BATCH_WATERMARKS)["records_lost"].sum() == 0
