@@ -7,6 +7,7 @@ import json
 import logging
 import re
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -16,6 +17,7 @@ from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.listener import StreamingQueryProgress
 
 from streaming.config import LoadSettings, Settings, format_duration
+from streaming.jobs.bronze_replay import ReplayPlan, plan_replay, replay_from_bronze, said_where_from
 from streaming.jobs.spark_job import SparkJob
 from streaming.kafka.options import explain_kafka_failure, source_options
 from streaming.lake.store import Lake
@@ -27,14 +29,17 @@ log = logging.getLogger(__name__)
 MEDALLION_QUERY = "medallion"  # reads Kafka and writes every table
 
 
-def kafka_source_options(spark: SparkSession, settings: Settings) -> dict[str, str]:
+def kafka_source_options(spark: SparkSession, settings: Settings,
+                         starting_offsets: dict[tuple[str, int], int] | None = None) -> dict[str, str]:
     """Spark's format("kafka") options for the trades topic. A new query starts at the earliest
-    retained offset, so trades produced while Spark was starting are not missed; a restart
-    resumes from its checkpoint instead."""
+    retained offset, so trades produced while Spark was starting are not missed, or at a
+    --replay-from time, or where a replay's part from bronze ends; a restart resumes from its
+    checkpoint instead."""
     return source_options(
         settings.kafka_client_config(), settings.topic,
         fail_on_data_loss=settings.fail_on_data_loss, ride_out=settings.kafka_retry_timeout,
         starting_timestamp_ms=None if settings.replay_from is None else int(settings.replay_from.timestamp() * 1000),
+        starting_offsets=starting_offsets,
         max_offsets_per_trigger=settings.max_offsets_per_trigger,
         # Spark cuts each partition's range of a catch-up batch into one share per core, so the
         # shares fill whole waves (3 partitions on 2 cores would leave one running alone); a live
@@ -43,8 +48,9 @@ def kafka_source_options(spark: SparkSession, settings: Settings) -> dict[str, s
         max_records_per_partition=MAX_RECORDS_PER_SHARE)
 
 
-def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
-    return spark.readStream.format("kafka").options(**kafka_source_options(spark, settings)).load()
+def read_kafka(spark: SparkSession, settings: Settings,
+               starting_offsets: dict[tuple[str, int], int] | None = None) -> DataFrame:
+    return spark.readStream.format("kafka").options(**kafka_source_options(spark, settings, starting_offsets)).load()
 
 
 def with_trigger(writer, settings: Settings | LoadSettings):
@@ -54,12 +60,13 @@ def with_trigger(writer, settings: Settings | LoadSettings):
     return writer.trigger(processingTime=format_duration(settings.trigger))
 
 
-def start_medallion_query(spark: SparkSession, settings: Settings, sink: MedallionSink) -> StreamingQuery:
+def start_medallion_query(spark: SparkSession, settings: Settings, sink: MedallionSink,
+                          starting_offsets: dict[tuple[str, int], int] | None = None) -> StreamingQuery:
     """The one query: Kafka is read and parsed once, and each micro-batch feeds every table. The
     source plans each batch's offset ranges (kept in the checkpoint); the sink's tasks parse and
     write what it reads."""
     writer = (
-        read_kafka(spark, settings).writeStream.queryName(MEDALLION_QUERY)
+        read_kafka(spark, settings, starting_offsets).writeStream.queryName(MEDALLION_QUERY)
         .outputMode("append")
         .option("checkpointLocation", sink.checkpoint.location)
         .foreachBatch(sink)
@@ -165,6 +172,7 @@ class Pipeline(SparkJob):
         self._starters: dict[str, Callable[[], StreamingQuery]] = {}
         self.sinks: dict[str, MedallionSink] = {}  # each query's current sink (a restart makes a new one)
         self.restarts: dict[str, Restarts] = {}
+        self._replay: ReplayPlan | None = None  # a --replay-from's part from bronze, until the query starts
 
     def start(self) -> None:
         if self.settings.data_is_local:
@@ -175,6 +183,9 @@ class Pipeline(SparkJob):
             log.info("replaying from Kafka time %s with fresh checkpoints%s", self.settings.replay_from.isoformat(),
                      f" (the old ones are kept in {moved})" if moved else "")
         self.lake.ensure_all()
+        if self.settings.replay_from is not None:
+            self._replay = plan_replay(self.lake, self.settings, self.settings.replay_from)
+            log.info("%s", said_where_from(self._replay))
         self._starters = {MEDALLION_QUERY: self._start_medallion}
         for name, start in self._starters.items():
             self.queries.append(start())
@@ -185,7 +196,11 @@ class Pipeline(SparkJob):
         if MEDALLION_QUERY in self.sinks:  # a restart: what the operator was told stays said
             sink.data_loss = self.sinks[MEDALLION_QUERY].data_loss
         self.sinks[MEDALLION_QUERY] = sink
-        return start_medallion_query(self.spark, self.settings, sink)
+        replay, self._replay = self._replay, None  # a query restarted later resumes its checkpoint
+        if replay is None:
+            return start_medallion_query(self.spark, self.settings, sink)
+        replay_from_bronze(self.lake, sink, replay, writer=f"replay-{uuid.uuid4()}")
+        return start_medallion_query(self.spark, self.settings, sink, starting_offsets=replay.kafka_from)
 
     def progress(self, query: StreamingQuery) -> list[StreamingQueryProgress]:
         return query.recentProgress

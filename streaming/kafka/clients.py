@@ -115,6 +115,20 @@ def log_starts(config: Mapping[str, str], partitions: list[tuple[str, int]], tim
         client.close()
 
 
+def offsets_at(config: Mapping[str, str], topic: str, since_ms: int, timeout_s: float = 10.0
+               ) -> dict[int, tuple[int, int, int]]:
+    """partition -> (log start, end, the first offset with a Kafka time at or after `since_ms`,
+    or the end when there is none)."""
+    client = consumer(config, "replay-offsets")
+    try:
+        ends = watermark_offsets(client, topic, timeout_s)
+        found = client.offsets_for_times([TopicPartition(topic, p, since_ms) for p in ends], timeout=timeout_s)
+        return {tp.partition: (ends[tp.partition][0], ends[tp.partition][1],
+                               tp.offset if tp.offset >= 0 else ends[tp.partition][1]) for tp in found}
+    finally:
+        client.close()
+
+
 class EndOffsets:
     """The topic's end offsets, asked of the broker by one long-lived consumer that never
     subscribes (for the health monitor and the benchmark)."""

@@ -10,6 +10,7 @@ logged, since the Java client would only warn about each.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import re
@@ -102,10 +103,11 @@ def offset_retries(ride_out: timedelta, request_timeout_ms: int | str | None = N
 
 def source_options(client: Mapping[str, str], topic: str, *, fail_on_data_loss: bool = True,
                    ride_out: timedelta = timedelta(minutes=2), starting_timestamp_ms: int | None = None,
+                   starting_offsets: Mapping[tuple[str, int], int] | None = None,
                    max_offsets_per_trigger: int | None = None, min_partitions: int | None = None,
                    max_records_per_partition: int | None = None) -> dict[str, str]:
     """The reading options: the topic from its earliest retained record (a restart resumes from
-    the checkpoint instead), or from a Kafka time."""
+    the checkpoint instead), from a Kafka time, or from given offsets."""
     java = java_client_options(client)
     options = {
         # Bigger fetches while catching up (the Java client's default is 1 MiB a partition), and a
@@ -121,7 +123,12 @@ def source_options(client: Mapping[str, str], topic: str, *, fail_on_data_loss: 
         "includeHeaders": "false",
         **offset_retries(ride_out, java.get("kafka.request.timeout.ms")),
     }
-    if starting_timestamp_ms is not None:
+    if starting_offsets:
+        by_topic: dict[str, dict[str, int]] = {}
+        for (name, partition), offset in sorted(starting_offsets.items()):
+            by_topic.setdefault(name, {})[str(partition)] = int(offset)
+        options["startingOffsets"] = json.dumps(by_topic)
+    elif starting_timestamp_ms is not None:
         options["startingTimestamp"] = str(int(starting_timestamp_ms))
         # A partition with no record at or after that time starts at its end, not with an error.
         options["startingOffsetsByTimestampStrategy"] = "latest"

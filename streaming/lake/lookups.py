@@ -9,9 +9,18 @@ from typing import Iterator, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streaming.lake.sql import before_offsets, equals, from_offsets, in_offset_ranges, in_time_range, one_of, quote
+from streaming.lake.sql import (
+    before_offsets,
+    equals,
+    from_offsets,
+    in_offset_ranges,
+    in_time_range,
+    one_of,
+    quote,
+    sql_literal,
+)
 from streaming.lake.store import Lake
-from streaming.lake.tables import BATCH_WATERMARKS, SILVER, Table
+from streaming.lake.tables import BATCH_WATERMARKS, BRONZE, SILVER, Table
 
 # Past this many ids, one pass over the table beats a long IN list.
 IN_LIST_UP_TO = 1000
@@ -108,3 +117,26 @@ def records_lost_so_far(lake: Lake) -> int:
     lost = quote("records_lost")
     found = lake.query(BATCH_WATERMARKS, f"SELECT sum({lost}) AS n FROM t WHERE {lost} > 0")
     return int(found["n"][0].as_py() or 0) if found is not None and found.num_rows else 0
+
+
+def bronze_first_offsets_since(lake: Lake, since: datetime, before: dict[tuple[str, int], int]
+                               ) -> dict[tuple[str, int], int]:
+    """Per partition, the first offset before `before` of a record bronze holds with a Kafka
+    time at or after `since` (partitions with none are left out)."""
+    topic, partition, offset = quote("topic"), quote("partition"), quote("offset")
+    found = lake.query(BRONZE, f"SELECT {topic}, {partition}, min({offset}) AS first FROM t WHERE "
+                               f"{quote('timestamp')} >= {sql_literal(since)} AND ({before_offsets(before)}) "
+                               f"GROUP BY {topic}, {partition}")
+    if found is None:
+        return {}
+    return {(t, p): first for t, p, first in zip(found["topic"].to_pylist(), found["partition"].to_pylist(),
+                                                  found["first"].to_pylist())}
+
+
+def bronze_records_in(lake: Lake, ranges: pa.Table, columns: Sequence[str]) -> pa.Table:
+    """Bronze's records in these offset ranges (topic, partition, start_offset, end_offset), in
+    partition and offset order."""
+    if ranges.num_rows == 0:
+        return BRONZE.schema_of(columns).empty_table()
+    rows = lake.read(BRONZE, columns, in_offset_ranges(ranges))
+    return rows.sort_by([("partition", "ascending"), ("offset", "ascending")])

@@ -193,7 +193,8 @@ def _add_streaming_arguments(stream) -> None:
                              "minutes without a failure start the count afresh) "
                              "(default: %(default)s; 0: exit at the first failure)")
     stream.add_argument("--replay-from", type=argtype(parse_instant), metavar="ISO-8601",
-                        help="reprocess from this Kafka time with fresh checkpoints (old ones kept aside)")
+                        help="reprocess from this Kafka time with fresh checkpoints (old ones kept aside); what "
+                             "the broker no longer holds is read from bronze first")
 
 
 def _add_simulation_arguments(sim) -> None:

@@ -108,6 +108,11 @@ class MedallionSink:
         if self.latest is not None and self.latest - self.settings.watermark > EPOCH:
             self.watermark = self.latest - self.settings.watermark
 
+    def continue_from(self, latest: datetime | None) -> None:
+        """The query's first batch follows records written before it (a replay's part from
+        bronze), whose latest event time this is: its watermark comes from them."""
+        self.latest, self.latest_for = latest, 0
+
     def latest_before(self, batch_id: int, previous: OffsetLogEntry | None) -> datetime | None:
         """The latest event time among silver's trades from the Kafka records before this batch's
         (the previous batch's ends), in every partition: Spark's watermark rule (the largest event
@@ -170,9 +175,10 @@ class MedallionSink:
 
     # -- records read again, or a batch run again: the driver writes through MERGEs ----------------
     def write_on_driver(self, records: pa.Table, batch_id: int, ledger: pa.Table,
-                        latest: datetime | None) -> datetime | None:
+                        latest: datetime | None, writer: str | None = None) -> datetime | None:
         """records: the batch's, as the Kafka source gives them. Returns the latest event time
-        among silver's trades from them."""
+        among silver's trades from them. writer: whose batch it is, when not the query's (a
+        replay's part from bronze)."""
         ledger = self.count_losses(ledger, losses.first_offsets([offset_ranges(records)]) if records.num_rows else {})
         if records.num_rows == 0:
             if pc.sum(ledger["records_lost"]).as_py():  # the ledger keeps the count
@@ -184,7 +190,7 @@ class MedallionSink:
         rows = rows.append_column("ingested_at", pa.repeat(ingested_at, rows.num_rows))
         rows, _ = screened(rows, latest, self.settings.max_event_time_jump, self.silver_before)
         trades = silver_rows(rows)
-        this = self.batch(batch_id)
+        this = self.batch(batch_id) if writer is None else Batch(writer, batch_id)
         # Records read again may have a new event time (a parser fixed since): they are matched
         # on trade_id over all of silver, not only among the batch's event times.
         read_again = holds_records_of(self.lake, SILVER, trades)
