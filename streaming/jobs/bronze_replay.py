@@ -101,18 +101,20 @@ def replay_from_bronze(lake: Lake, sink: MedallionSink, plan: ReplayPlan, writer
     Spark's), and leave the sink to go on from there."""
     total, replayed = plan.bronze_records, 0
     at = {**plan.kafka_from, **{tp: start for tp, (start, _) in plan.from_bronze.items()}}  # where each stands
+    seen: datetime | None = None  # an event time of a trade before where each stands
     for batch_id, ranges in enumerate(chunks(plan)):
         parts = list(zip(zip(ranges["topic"].to_pylist(), ranges["partition"].to_pylist()),
                          ranges["start_offset"].to_pylist(), ranges["end_offset"].to_pylist()))
         # As in a Kafka replay, the first batch has no records before it; the next ones follow
         # from silver's trades before them, in every partition (the sink's rule).
-        latest = None if batch_id == 0 else latest_event_time_before(lake, at)
+        latest = None if batch_id == 0 else latest_event_time_before(lake, at, seen)
         watermark = EPOCH if latest is None else max(EPOCH, latest - sink.settings.watermark)
         ledger = ledger_rows(writer, batch_id, OffsetLogEntry({tp: end for tp, _, end in parts}),
                              OffsetLogEntry({tp: start for tp, start, _ in parts}), watermark)
         records = bronze_records_in(lake, ranges, RECORD_COLUMNS)
-        sink.write_on_driver(as_kafka_records(records), batch_id, ledger, latest, writer=writer)
+        kept_latest = sink.write_on_driver(as_kafka_records(records), batch_id, ledger, latest, writer=writer)
+        seen = max((t for t in (seen, latest, kept_latest) if t is not None), default=None)
         at.update({tp: end for tp, _, end in parts})
         replayed += records.num_rows
         log.info("replay from bronze: %s of %s records", f"{replayed:,}", f"{total:,}")
-    sink.continue_from(latest_event_time_before(lake, plan.kafka_from))
+    sink.continue_from(latest_event_time_before(lake, plan.kafka_from, seen))

@@ -82,10 +82,27 @@ def silver_rows_of_records(lake: Lake, trades: pa.Table, columns: Sequence[str])
                                       f"{in_time_range('event_time', low.as_py(), high.as_py())}")
 
 
-def latest_event_time_before(lake: Lake, offsets: dict[tuple[str, int], int]) -> datetime | None:
-    """The latest event time among silver's trades from the Kafka records before `offsets`."""
-    found = lake.query(SILVER, f"SELECT max({quote('event_time')}) AS latest FROM t WHERE {before_offsets(offsets)}")
-    return found["latest"][0].as_py() if found is not None and found.num_rows else None
+def latest_event_time_before(lake: Lake, offsets: dict[tuple[str, int], int],
+                             at_least: datetime | None = None) -> datetime | None:
+    """The latest event time among silver's trades from the Kafka records before `offsets`.
+    at_least: a time known to be at or before it (an event time among those trades, or less),
+    so that only the files of the recent event times are read, not all of silver's."""
+    where = before_offsets(offsets)
+    if at_least is not None:
+        where = f"({where}) AND {quote('event_time')} >= {sql_literal(at_least)}"
+    found = lake.query(SILVER, f"SELECT max({quote('event_time')}) AS latest FROM t WHERE {where}")
+    latest = found["latest"][0].as_py() if found is not None and found.num_rows else None
+    if latest is None and at_least is not None:  # the bound was wrong (rows deleted since): ask them all
+        return latest_event_time_before(lake, offsets)
+    return latest
+
+
+def ledger_watermark(lake: Lake, query_id: str, batch_id: int) -> datetime | None:
+    """The watermark a batch of a query ran with, from the ledger (None if it has no rows):
+    the ledger's files are skipped on their batch ids' statistics."""
+    found = lake.query(BATCH_WATERMARKS, f"SELECT max({quote('watermark')}) AS w FROM t WHERE "
+                                         f"{equals('query_id', query_id)} AND {quote('batch_id')} = {int(batch_id)}")
+    return found["w"][0].as_py() if found is not None and found.num_rows else None
 
 
 def holds_records_from(lake: Lake, table: Table, starts: dict[tuple[str, int], int]) -> bool:

@@ -36,6 +36,7 @@ from streaming.lake.checkpoints import OffsetLogEntry, QueryCheckpoint
 from streaming.lake.lookups import (
     holds_records_of,
     latest_event_time_before,
+    ledger_watermark,
     offset_ranges,
     records_lost_so_far,
     silver_rows_of_records,
@@ -122,7 +123,10 @@ class MedallionSink:
             return self.latest
         if previous is None or not previous.ends:
             return None
-        return latest_event_time_before(self.lake, previous.ends)
+        # The batch before ran with a watermark below the latest event time before it, so below
+        # this one's: only silver's files of the event times since are read, not a month of them.
+        bound = ledger_watermark(self.lake, self.query_id, batch_id - 1)
+        return latest_event_time_before(self.lake, previous.ends, bound if bound and bound > EPOCH else None)
 
     # -- records read for the first time: the tasks read, write and sum; the driver commits ----------
     def write_in_tasks(self, batch: DataFrame, batch_id: int, ledger: pa.Table,
