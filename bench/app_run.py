@@ -78,7 +78,8 @@ class Page:
 
     def filter_options(self) -> None:
         options = [f"{ids.CHANNEL_FILTER}.options", f"{ids.SYMBOL_FILTER}.options"]
-        call(self, options, {f"{ids.FILTER_TICK}.n_intervals": 0}, dict.fromkeys(options))
+        call(self, options, {f"{ids.FILTER_TICK}.n_intervals": 0, f"{ids.DAY_PICKER}.value": None},
+             dict.fromkeys(options))
 
 
 @dataclass

@@ -11,18 +11,11 @@ import flask
 from dash import Dash
 
 from dashboard.callbacks import register_callbacks
-from dashboard.context import PageContext
-from dashboard.data import (
-    CORRECTION_COLUMNS,
-    GOLD_COLUMNS,
-    LATE_TRADE_COLUMNS,
-    QuarantineReader,
-    SilverFilterValues,
-    TableReader,
-)
+from dashboard.context import PageContext, PageReaders
+from dashboard.data import QuarantineReader
 from dashboard.layout import build_layout
+from dashboard.readers import SilverFilterValues
 from streaming.lake.store import Lake
-from streaming.lake.tables import CORRECTIONS, GOLD, LATE_TRADES
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 # The names the dashboard always answers to, on any port.
@@ -46,11 +39,7 @@ def create_app(lake: Lake | str | Path, refresh_ms: int = 2000, simulator=None,
                update_title=None)  # type: ignore[arg-type]
     guard_hosts(app.server, allowed_hosts)
     lake = lake if isinstance(lake, Lake) else Lake(lake)
-    readers = {
-        "gold": TableReader(lake, GOLD, GOLD_COLUMNS),
-        "corrections": TableReader(lake, CORRECTIONS, CORRECTION_COLUMNS),
-        "late_trades": TableReader(lake, LATE_TRADES, LATE_TRADE_COLUMNS),
-    }
+    readers = PageReaders.of(lake)
 
     def layout():
         if simulator is None:

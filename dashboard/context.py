@@ -1,23 +1,49 @@
 """What the panels' callbacks share: the readers, the run's optional parts, the frames' derived values.
 
-The readers hand back the same frame until its table changes; what is worked out from a frame
-(gold's trading days, a day's late data) is kept until then."""
+The readers hand back the same frame until what they keep changes; what is worked out from a
+frame (gold's trading days, a day's late data) is kept until then."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from dashboard.data import QuarantineReader, SilverFilterValues, TableReader, VersionReader, late_data, trading_days
+from dashboard.data import (
+    CORRECTION_COLUMNS,
+    GOLD_COLUMNS,
+    LATE_TRADE_COLUMNS,
+    QuarantineReader,
+    TableReader,
+    VersionReader,
+    late_data,
+    trading_days,
+)
+from dashboard.readers import DayReader, SilverFilterValues
 from streaming.lake.store import Lake
+from streaming.lake.tables import CORRECTIONS, GOLD, LATE_TRADES
+
+
+@dataclass(frozen=True)
+class PageReaders:
+    """Gold whole (small: a row per window; the page needs all its days), and corrections and
+    too-late trades of one day at a time (they grow with every late trade)."""
+
+    gold: TableReader
+    corrections: DayReader
+    late_trades: DayReader
+
+    @classmethod
+    def of(cls, lake: Lake) -> PageReaders:
+        return cls(TableReader(lake, GOLD, GOLD_COLUMNS), DayReader(lake, CORRECTIONS, CORRECTION_COLUMNS),
+                   DayReader(lake, LATE_TRADES, LATE_TRADE_COLUMNS))
 
 
 @dataclass
 class PageContext:
-    """readers: "gold", "corrections" and "late_trades". status: the health snapshot, read now.
-    Without a simulator, reconciler or lake the controls that need them say so on the page."""
+    """status: the health snapshot, read now. Without a simulator, reconciler or lake the
+    controls that need them say so on the page."""
 
-    readers: dict[str, TableReader]
+    readers: PageReaders
     status: Callable[[], dict]
     simulator: Any = None  # a Simulator
     reconciler: Any = None  # a Reconciler
@@ -25,8 +51,8 @@ class PageContext:
     filter_values: SilverFilterValues | None = None
     quarantine: QuarantineReader | None = None
     versions: VersionReader | None = field(init=False)
-    # The readers hand back the same frame until its table changes: what is worked out from a
-    # frame is kept until then (gold changes with every micro-batch, corrections far less often).
+    # What is worked out from a frame is kept until the reader hands back another (gold changes
+    # with every micro-batch, a day's corrections far less often).
     _days_of: dict = field(init=False, repr=False)
     _late_of: dict = field(init=False, repr=False)
 
@@ -37,7 +63,7 @@ class PageContext:
 
     def gold_days(self) -> list[str]:
         """trading_days of gold, worked out again only when the reader has read a new frame."""
-        gold = self.readers["gold"].read()
+        gold = self.readers.gold.read()
         if self._days_of["gold"] is not gold:
             self._days_of.update(gold=gold, days=trading_days(gold))
         return self._days_of["days"]
@@ -47,9 +73,9 @@ class PageContext:
         return pick_day(day, self.gold_days())
 
     def day_late_data(self, day: str | None) -> dict:
-        """late_data of the day, worked out again only when corrections or late trades changed."""
+        """late_data of the day, worked out again only when the day's corrections or late trades changed."""
         late_of = self._late_of
-        corrections, late_trades = self.readers["corrections"].read(), self.readers["late_trades"].read()
+        corrections, late_trades = self.readers.corrections.read(day), self.readers.late_trades.read(day)
         if not (late_of["corrections"] is corrections and late_of["late_trades"] is late_trades
                 and late_of["day"] == day):
             late_of.update(corrections=corrections, late_trades=late_trades, day=day,

@@ -4,23 +4,17 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from datetime import datetime, timedelta
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from dashboard.readers import frame_of
 from streaming.config import Settings
-from streaming.lake.page_reads import (
-    exactly_once_counts,
-    newest_quarantine,
-    quarantine_counts,
-    silver_day,
-    silver_filter_values,
-)
+from streaming.lake.increments import FileIncrements
+from streaming.lake.page_reads import exactly_once_counts, newest_quarantine, quarantine_counts, silver_day
 from streaming.lake.store import Lake
-from streaming.lake.tables import GOLD, QUARANTINE, SILVER, Table
+from streaming.lake.tables import GOLD, QUARANTINE, Table
 from streaming.medallion.gold import MEASURES, window_sums
 
 GOLD_COLUMNS = ["window_start", "window_end", "buy_amount", "sell_amount", "settlement_amount",
@@ -40,24 +34,22 @@ NO_DATA_OPERATIONS = frozenset({"OPTIMIZE", "VACUUM START", "VACUUM END", "SET T
 
 
 class TableReader:
-    """Reads one Delta table, re-reading only when its version has changed (the lake keeps the
-    table open and brings it up to date)."""
+    """A whole (small) table's rows, these columns, as a frame: when the table's version changes,
+    only the data files added since are read and the rows of those removed dropped
+    (streaming/lake/increments.py). The same frame is handed back until the rows change.
+    Shared by every page: a lock lets one request read while the others wait for its answer."""
 
     def __init__(self, lake: Lake, table: Table, columns: list[str]):
-        self.lake = lake
-        self.table = table
-        self.columns = columns
-        self._version: int | None = None
-        self._frame = pd.DataFrame(columns=columns)
+        self.increments: FileIncrements[pa.Table] = FileIncrements(lake, table, columns)
+        self.schema = table.schema_of(columns)
+        self._lock = threading.Lock()
+        self._frame = frame_of((), self.schema)
 
     def read(self) -> pd.DataFrame:
-        opened = self.lake.open(self.table)
-        if opened is None:
-            return self._frame  # not written yet: the empty frame
-        if opened.version() != self._version:
-            self._version = opened.version()
-            self._frame = self.lake.read(self.table, self.columns).to_pandas()
-        return self._frame
+        with self._lock:
+            if self.increments.refresh():
+                self._frame = frame_of(self.increments.parts.values(), self.schema)
+            return self._frame
 
 
 def data_versions(history: list[dict]) -> list[list[int]]:
@@ -104,57 +96,6 @@ def as_of(frame: pd.DataFrame, column: str, until: pd.Timestamp) -> pd.DataFrame
     if frame.empty:
         return frame
     return frame[utc_micros(frame[column]) <= np.datetime64(until.tz_convert("UTC").tz_localize(None), "us")]
-
-
-class SilverFilterValues:
-    """The distinct channels and symbols in silver (sorted), for the drill-down's options.
-
-    Silver gains a file per micro-batch and is not compacted, so a DISTINCT over all of it
-    grows with the day. It is read whole once; after that, only when its version has changed,
-    and then only the rows ingested since the latest `ingested_at` already read (less a margin
-    in case the clock is set back a little): the sink stamps `ingested_at` as it writes a
-    batch, so a new row has a later stamp, and delta-rs skips the files whose statistics say
-    their rows are older. A table made anew (its version going back) is read whole again.
-    Shared by every page: a lock lets one request read while the others wait for its answer."""
-
-    CLOCK_MARGIN = timedelta(minutes=1)
-
-    def __init__(self, lake: Lake):
-        self.lake = lake
-        self._lock = threading.Lock()
-        self._forget()
-
-    def _forget(self) -> None:
-        self._version: int | None = None
-        self._read_until: datetime | None = None  # the latest ingested_at read
-        self._values: tuple[list[str], list[str]] = ([], [])
-
-    def read(self) -> tuple[list[str], list[str]]:
-        """(channels, symbols); both empty while silver does not exist or has no rows."""
-        with self._lock:
-            opened = self.lake.open(SILVER)
-            if opened is None:
-                self._forget()
-                return self._values
-            version = opened.version()
-            if version == self._version:
-                return self._values
-            if self._version is not None and version < self._version:
-                self._forget()
-            self._read_since(self._read_until)
-            self._version = version  # the rows read may be newer still: the next read covers them again
-            return self._values
-
-    def _read_since(self, read_until: datetime | None) -> None:
-        rows = silver_filter_values(self.lake, None if read_until is None else read_until - self.CLOCK_MARGIN)
-        if rows is None or rows.num_rows == 0:
-            return
-        latest = pc.max(rows["read_until"]).as_py()
-        if latest is not None and (read_until is None or latest > read_until):
-            self._read_until = latest
-        channels, symbols = self._values
-        self._values = (sorted({*channels, *filter(None, rows["channel"].to_pylist())}),
-                        sorted({*symbols, *filter(None, rows["symbol"].to_pylist())}))
 
 
 class QuarantineReader:

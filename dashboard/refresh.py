@@ -19,7 +19,7 @@ def register(app: Dash, context: PageContext) -> None:
         # The page's choices as the dropdowns give them: a text each, or none. Anything else is
         # ignored (the latest day, every channel and symbol) rather than failing the refresh.
         day, channel, symbol = (choice(value) for value in (day, channel, symbol))
-        gold, days = context.readers["gold"].read(), context.gold_days()
+        gold, days = context.readers.gold.read(), context.gold_days()
         shown = pick_day(day, days)
         drill = None
         if (channel or symbol) and context.lake is not None and shown is not None:

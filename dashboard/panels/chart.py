@@ -10,9 +10,10 @@ from dash import Dash, Input, Output, State, dcc, html, no_update
 
 from dashboard import figures, ids
 from dashboard.context import PageContext
+from dashboard.inputs import choice
 
-# How often the channel and symbol options are refreshed from silver (and once at page load).
-# Slower than the data tick: they change rarely, and finding them reads silver.
+# How often the channel and symbol options are refreshed from silver (and at page load and a
+# change of day). Slower than the data tick: they change rarely, and finding them reads silver.
 FILTER_REFRESH_MS = 30_000
 
 
@@ -68,12 +69,14 @@ def first_reported_shown(value) -> bool:
 
 def register(app: Dash, context: PageContext) -> None:
     @app.callback(Output(ids.CHANNEL_FILTER, "options"), Output(ids.SYMBOL_FILTER, "options"),
-                  Input(ids.FILTER_TICK, "n_intervals"), State(ids.CHANNEL_FILTER, "options"),
-                  State(ids.SYMBOL_FILTER, "options"))
-    def refresh_filter_options(_tick, shown_channels, shown_symbols):
-        """The drill-down's choices: the channels and symbols in silver. On its own slower
-        interval (and at page load), not the data tick: finding them reads silver."""
-        channels, symbols = context.filter_values.read() if context.filter_values is not None else ([], [])
+                  Input(ids.FILTER_TICK, "n_intervals"), Input(ids.DAY_PICKER, "value"),
+                  State(ids.CHANNEL_FILTER, "options"), State(ids.SYMBOL_FILTER, "options"))
+    def refresh_filter_options(_tick, day, shown_channels, shown_symbols):
+        """The drill-down's choices: the channels and symbols of the shown day's trades in silver
+        (of silver's newest day before gold has one). On its own slower interval (and at page
+        load and a change of day), not the data tick: finding them reads silver."""
+        values = context.filter_values
+        channels, symbols = values.read(context.shown_day(choice(day))) if values is not None else ([], [])
         options = (channel_options(channels), symbol_options(symbols))
         return tuple(no_update if new == (shown or []) else new
                      for new, shown in zip(options, (shown_channels, shown_symbols)))

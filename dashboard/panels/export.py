@@ -77,7 +77,7 @@ def register(app: Dash, context: PageContext) -> None:
             return no_update, no_update, NOTHING_TO_EXPORT
         if ctx.triggered_id == ids.EXPORT_CORRECTIONS:
             # The store holds only the feed's newest corrections: the export reads the day's whole.
-            frame = on_day(context.readers["corrections"].read(), day)
+            frame = on_day(context.readers.corrections.read(day), day)
             frame = frame.sort_values(["corrected_at", "window_start"], kind="stable")
             content = corrections_csv(json_records(frame, ("window_start", "corrected_at")))
             return no_update, dcc.send_string(content, export_name(day, "corrections"), "text/csv"), ""

@@ -10,8 +10,8 @@ import pandas as pd
 from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
 
 from dashboard import figures, ids
-from dashboard.context import PageContext
-from dashboard.data import HISTORY_COMMITS, as_of, data_versions, snapshot_from
+from dashboard.context import PageContext, pick_day
+from dashboard.data import HISTORY_COMMITS, as_of, data_versions, snapshot_from, trading_days
 from dashboard.inputs import choice, store_day
 from dashboard.panels.chart import first_reported_shown
 from streaming.lake.tables import GOLD
@@ -157,9 +157,10 @@ def register(app: Dash, context: PageContext) -> None:
         except Exception as exc:  # noqa: BLE001 - e.g. a version whose files a vacuum removed: said on the page
             log.warning("gold version %s cannot be read: %s", chosen, exc)
             return None, f"Version {chosen} can no longer be read (a vacuum may have removed its files)."
+        # The day that gold at that version shows; its corrections and too-late trades only.
+        shown = pick_day(choice(day) or store_day(live), trading_days(gold))
         snapshot = as_of_snapshot(gold, chosen, pd.Timestamp(at_ms, unit="ms", tz="UTC"),
-                                  readers["corrections"].read(), readers["late_trades"].read(),
-                                  choice(day) or store_day(live))
+                                  readers.corrections.read(shown), readers.late_trades.read(shown), shown)
         return snapshot, snapshot["as_of"]["label"]
 
     @app.callback(Output(ids.TM_SLIDER, "value"), Output(ids.TM_PLAY_TICK, "disabled"),

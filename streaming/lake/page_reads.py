@@ -1,4 +1,6 @@
-"""The dashboard's reads that need SQL (aggregates, top-k, filtered reads), each named by what it answers."""
+"""The dashboard's reads that need SQL (aggregates, top-k, filtered reads), each named by what it answers.
+
+The reads that follow a table's versions file by file are in increments.py."""
 
 from __future__ import annotations
 
@@ -7,21 +9,11 @@ from typing import Sequence
 
 import pyarrow as pa
 
-from streaming.lake.sql import before_offsets, equals, in_time_range, quote, sql_literal
+from streaming.lake.sql import before_offsets, equals, in_time_range, quote
 from streaming.lake.store import Lake
 from streaming.lake.tables import BATCH_WATERMARKS, BRONZE, GOLD, GOLD_WRITES, LATE_TRADES, QUARANTINE, SILVER
 
 BY_PARTITION = f"GROUP BY {quote('topic')}, {quote('partition')}"
-
-
-def silver_filter_values(lake: Lake, since: datetime | None) -> pa.Table | None:
-    """Silver's distinct (channel, symbol) pairs, each with the latest `ingested_at` of its rows
-    (as `read_until`), of the rows ingested at or after `since` (all when None). delta-rs skips
-    the files whose statistics say their rows are older. None while silver does not exist."""
-    channel, symbol, ingested = quote("channel"), quote("symbol"), quote("ingested_at")
-    where = "" if since is None else f" WHERE {ingested} >= {sql_literal(since)}"
-    return lake.query(SILVER, f"SELECT {channel}, {symbol}, max({ingested}) AS read_until FROM t{where} "
-                              f"GROUP BY {channel}, {symbol}")
 
 
 def silver_day(lake: Lake, start: datetime, columns: Sequence[str], channel: str | None = None,

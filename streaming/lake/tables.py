@@ -23,6 +23,9 @@ UTC_TIME = pa.timestamp("us", tz="UTC")
 COMPACT_EVERY = 20
 STREAM_COMPACT_EVERY = 100
 STREAM_FILE_BYTES = 8 * 2**20
+# Corrections and too-late trades gain rows with every late trade, for ever, and the page reads
+# one day of them by the files' statistics: compacted into small files, a day stays in a few.
+DAY_FILE_BYTES = 256 * 2**10
 # How long older versions stay readable. Every table gains a version per micro-batch, two a
 # second, and the log keeps each one (and a checkpoint per 10, which lists the files a
 # compaction replaced until they expire) for this long: on a local disk every commit lists the
@@ -146,6 +149,7 @@ CORRECTIONS = Table(
         ("batch_id", pa.int64()), ("query_id", pa.string()),
     ]),
     keys=("query_id", "batch_id", "window_start"), write=Write.APPEND_ONCE_PER_BATCH, compact_every=COMPACT_EVERY,
+    compact_to=DAY_FILE_BYTES,
 )
 
 # One row per (gold query, batch, topic partition): the offsets it read, the watermark its
@@ -169,7 +173,7 @@ LATE_TRADES = Table(
         ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()), ("detected_at", UTC_TIME),
         ("backfilled_at", UTC_TIME),  # set when a backfill (reconcile.py) put the trade into gold
     ]),
-    keys=("trade_id",), write=Write.FIRST_COPY_WINS, compact_every=COMPACT_EVERY,
+    keys=("trade_id",), write=Write.FIRST_COPY_WINS, compact_every=COMPACT_EVERY, compact_to=DAY_FILE_BYTES,
 )
 
 # Every table, in the order their locks are taken (store.Lake.writing).

@@ -12,7 +12,7 @@ import pytest
 from dashboard import ids
 from dashboard.app import create_app
 from dashboard.client import call, store_snapshot
-from dashboard.data import SilverFilterValues
+from dashboard.readers import SilverFilterValues
 from streaming.lake.store import Batch, Lake
 from streaming.lake.tables import GOLD, SILVER
 
@@ -40,9 +40,9 @@ def publish_gold_window(data_dir):
     Lake(data_dir).publish(GOLD, window, Batch("fixture", 0))
 
 
-def filter_options(client, shown_channels=None, shown_symbols=None) -> dict:
+def filter_options(client, shown_channels=None, shown_symbols=None, day=None) -> dict:
     """The options callback as the filter interval fires it, with the options the page shows."""
-    return call(client, OPTIONS, {f"{ids.FILTER_TICK}.n_intervals": 1},
+    return call(client, OPTIONS, {f"{ids.FILTER_TICK}.n_intervals": 1, f"{ids.DAY_PICKER}.value": day},
                 {OPTIONS[0]: shown_channels or [], OPTIONS[1]: shown_symbols or []})
 
 
@@ -79,9 +79,9 @@ def test_the_page_starts_with_no_filter_options_and_fills_them_on_its_own_slower
     assert component(page, ids.CHANNEL_FILTER)["options"] == []
     assert component(page, ids.SYMBOL_FILTER)["options"] == []
     assert component(page, ids.FILTER_TICK)["interval"] > component(page, ids.TICK)["interval"]
-    # Neither the data tick nor a filter choice fills them: only the filter interval does.
+    # Neither the data tick nor a filter choice fills them: only the filter interval does, and a change of day.
     inputs = {d["output"]: [i["id"] for i in d["inputs"]] for d in client.get("/_dash-dependencies").get_json()}
-    assert [inputs[o] for o in inputs if ids.CHANNEL_FILTER + ".options" in o] == [[ids.FILTER_TICK]]
+    assert [inputs[o] for o in inputs if ids.CHANNEL_FILTER + ".options" in o] == [[ids.FILTER_TICK, ids.DAY_PICKER]]
 
 
 @pytest.mark.parametrize("silver", ["not created", "empty"])
@@ -120,18 +120,16 @@ def test_a_channel_and_symbol_that_arrive_later_are_added_to_the_options(tmp_pat
     assert [o["value"] for o in later[ids.SYMBOL_FILTER]["options"]] == ["AAPL", "NVDA"]
 
 
-def test_silver_is_read_again_only_when_its_version_changes(tmp_path, monkeypatch):
+def test_silver_is_read_again_only_when_its_version_changes_and_then_only_its_new_files(tmp_path):
     publish_silver(tmp_path, TRADES)
     values = SilverFilterValues(Lake(tmp_path))
-    queries = []
-    query = Lake.query
-    monkeypatch.setattr(Lake, "query", lambda self, table, sql: queries.append(sql) or query(self, table, sql))
-    assert values.read() == (["kiosk", "mobile", "web"], ["AAPL", "NVDA", "ZZZZ"])
-    assert values.read() == (["kiosk", "mobile", "web"], ["AAPL", "NVDA", "ZZZZ"])
-    assert len(queries) == 1 and "WHERE" not in queries[0]  # the first read is of the whole table
+    assert values.read("2026-03-02") == (["kiosk", "mobile", "web"], ["AAPL", "NVDA", "ZZZZ"])
+    assert values.read("2026-03-02") == (["kiosk", "mobile", "web"], ["AAPL", "NVDA", "ZZZZ"])
+    followed = values.increments("2026-03-02")
+    assert followed.files_read == 1
     publish_silver(tmp_path, [("d1", "MSFT", "BUY", 3.0, "desktop", "09:40")], 1)
-    assert values.read() == (["desktop", "kiosk", "mobile", "web"], ["AAPL", "MSFT", "NVDA", "ZZZZ"])
-    assert len(queries) == 2 and '"ingested_at" >=' in queries[1]  # then only the rows ingested since
+    assert values.read("2026-03-02") == (["desktop", "kiosk", "mobile", "web"], ["AAPL", "MSFT", "NVDA", "ZZZZ"])
+    assert followed.files_read == 2  # only the new version's file
 
 
 def test_a_silver_table_made_anew_is_read_whole_again(tmp_path):

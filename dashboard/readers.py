@@ -1,0 +1,147 @@
+"""The page's readers of the lake that follow a table's versions and read only what changed.
+
+Each is built on the lake's `FileIncrements` (streaming/lake/increments.py): when a table's
+version changes, only the data files added since are read, the rows of the files removed are
+dropped. `DayReader` keeps one UTC day of a table for the last few days asked,
+`SilverFilterValues` the channels and symbols of a day of silver (data.TableReader, a whole
+small table, is built the same way). Each hands
+back the same object until what it keeps has changed, so what is worked out from it can be kept
+too. Shared by every page: a lock lets one request read while the others wait for its answer.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Callable, Generic, Iterable, Sequence, TypeVar
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from streaming.lake.increments import FileIncrements, Span, newest
+from streaming.lake.store import Lake
+from streaming.lake.tables import SILVER, Table
+
+T = TypeVar("T")
+DAYS_KEPT = 2  # the live day and one more (a day picked, the time machine's)
+
+
+def frame_of(parts: Iterable[pa.Table], schema: pa.Schema) -> pd.DataFrame:
+    """The rows of these parts as one frame, in the table's types (typed and empty without any)."""
+    return pa.concat_tables([schema.empty_table(), *parts]).to_pandas()
+
+
+def valid_day(day) -> bool:
+    """Whether `day` is a YYYY-MM-DD day (the picker's value and the store's are only text)."""
+    try:
+        return isinstance(day, str) and len(day) == 10 and Span.utc_day("t", day) is not None
+    except ValueError:
+        return False
+
+
+class _Days(Generic[T]):
+    """What a reader keeps per UTC day, for the last `size` days asked (an LRU)."""
+
+    def __init__(self, make: Callable[[str], T], size: int):
+        self.make, self.size = make, size
+        self.kept: OrderedDict[str, T] = OrderedDict()
+
+    def of(self, day: str) -> T:
+        kept = self.kept.get(day)
+        if kept is None:
+            kept = self.kept[day] = self.make(day)
+        self.kept.move_to_end(day)
+        while len(self.kept) > self.size:
+            self.kept.popitem(last=False)
+        return kept
+
+
+class _DayFrame:
+    def __init__(self, increments: FileIncrements[pa.Table], schema: pa.Schema):
+        self.increments, self.frame = increments, frame_of((), schema)
+
+
+class DayReader:
+    """A table's rows (these columns) whose `column` falls on one UTC day: only the data files
+    whose statistics overlap the day are read, and of them only the day's rows, so the memory and
+    the cost of a read are those of a day however many days the table holds."""
+
+    def __init__(self, lake: Lake, table: Table, columns: Sequence[str], column: str = "window_start",
+                 days: int = DAYS_KEPT):
+        self.lake, self.table, self.column = lake, table, column
+        self.schema = table.schema_of(columns)
+        self._lock = threading.Lock()
+        self._days: _Days[_DayFrame] = _Days(self._follow, days)
+
+    def _follow(self, day: str) -> _DayFrame:
+        span = Span.utc_day(self.column, day)
+        return _DayFrame(FileIncrements(self.lake, self.table, self.schema.names, span), self.schema)
+
+    def increments(self, day: str) -> FileIncrements[pa.Table]:
+        """The day's follower (for the tests and the benchmark)."""
+        with self._lock:
+            return self._days.of(day).increments
+
+    def read(self, day: str | None) -> pd.DataFrame:
+        """The day's rows (any order); empty for no day."""
+        if not valid_day(day):
+            return frame_of((), self.schema)
+        assert day is not None
+        with self._lock:
+            kept = self._days.of(day)
+            if kept.increments.refresh():
+                kept.frame = frame_of(kept.increments.parts.values(), self.schema)
+            return kept.frame
+
+
+def channel_symbol_pairs(trades: pa.Table) -> pa.Table:
+    """The distinct (channel, symbol) pairs of some trades: all a file's trades come down to."""
+    return trades.select(["channel", "symbol"]).group_by(["channel", "symbol"], use_threads=False).aggregate([])
+
+
+class _DayValues:
+    def __init__(self, increments: FileIncrements[pa.Table]):
+        self.increments = increments
+        self.values: tuple[list[str], list[str]] = ([], [])
+
+
+class SilverFilterValues:
+    """The channels and symbols of silver's trades on one UTC day (by event_time), sorted, for the
+    drill-down's options. Per data file of the day only its distinct (channel, symbol) pairs are
+    kept; a new version reads only the added files that overlap the day."""
+
+    def __init__(self, lake: Lake, days: int = DAYS_KEPT):
+        self.lake = lake
+        self._lock = threading.Lock()
+        self._days: _Days[_DayValues] = _Days(self._follow, days)
+
+    def _follow(self, day: str) -> _DayValues:
+        span = Span.utc_day("event_time", day)
+        return _DayValues(FileIncrements(self.lake, SILVER, ["channel", "symbol"], span, channel_symbol_pairs))
+
+    def increments(self, day: str) -> FileIncrements[pa.Table]:
+        """The day's follower (for the tests and the benchmark)."""
+        with self._lock:
+            return self._days.of(day).increments
+
+    def read(self, day: str | None = None) -> tuple[list[str], list[str]]:
+        """(channels, symbols) of the day's trades; of silver's newest day (by its files'
+        statistics) when no day is given. Both empty while silver has no trades that day."""
+        with self._lock:
+            if day is None:
+                latest = newest(self.lake, SILVER, "event_time")
+                day = None if latest is None else latest.date().isoformat()
+            if not valid_day(day):
+                return [], []
+            assert day is not None
+            kept = self._days.of(day)
+            if kept.increments.refresh():
+                pairs = pa.concat_tables([channel_symbol_pairs(SILVER.schema.empty_table()),
+                                          *kept.increments.parts.values()])
+                kept.values = (_sorted_values(pairs["channel"]), _sorted_values(pairs["symbol"]))
+            return kept.values
+
+
+def _sorted_values(column: pa.ChunkedArray) -> list[str]:
+    return sorted(value for value in pc.unique(column.drop_null()).to_pylist() if value)

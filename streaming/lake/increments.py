@@ -1,0 +1,193 @@
+"""Reads that follow a table from version to version and read only what changed.
+
+A Delta version is a list of live data files (add actions, each with its min/max statistics).
+`FileIncrements` keeps what it made of each file it read; when the table's version changes it
+diffs the new list against the one it holds: it reads the files added (only those whose
+statistics overlap its `Span`, and of them only the span's rows), drops what came from the files
+removed (a compaction or a MERGE rewrites rows as remove + add), and keeps the rest. So a reader
+of one day pays for that day's new files, not for the table, however old the lake is.
+
+Files are read as plain Parquet through pyarrow, from a local disk or through deltalake's own
+object store (`locations.arrow_filesystem`). What a plain Parquet read would get wrong (deletion
+vectors, partition values, files outside the table's directory) is read whole instead, through
+delta-rs's engine, bounded by the span all the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta, timezone
+from typing import Callable, Generic, Sequence, TypeVar, cast
+from urllib.parse import unquote
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from deltalake import DeltaTable
+
+from streaming.lake.locations import arrow_filesystem, is_remote, local_path
+from streaming.lake.sql import in_time_range
+from streaming.lake.store import Lake
+from streaming.lake.tables import Table
+
+T = TypeVar("T")
+# Delta keeps times in statistics to the millisecond, and delta-rs cuts a compacted file's
+# maximum down: its last row may lie up to this much after the statistic.
+STATS_SLACK = timedelta(milliseconds=1)
+WHOLE_READ = ""  # the key of the one part a table read whole has (no data file has an empty path)
+
+
+@dataclass(frozen=True)
+class Span:
+    """The rows whose `column` (a UTC time) lies in [start, end)."""
+
+    column: str
+    start: datetime
+    end: datetime
+
+    @classmethod
+    def utc_day(cls, column: str, day: str) -> Span:
+        """The UTC day `day` (YYYY-MM-DD); ValueError for anything else."""
+        start = datetime.combine(date.fromisoformat(day), datetime.min.time(), timezone.utc)
+        return cls(column, start, start + timedelta(days=1))
+
+    def overlaps(self, low: datetime | None, high: datetime | None) -> bool:
+        """Whether a file whose statistics are [low, high] may hold rows of the span (a bound
+        the file does not state could be anything)."""
+        return (low is None or low < self.end) and (high is None or high + STATS_SLACK >= self.start)
+
+    def where(self) -> str:
+        return in_time_range(self.column, self.start, self.end, high_inclusive=False)
+
+    def rows(self, kind: pa.DataType) -> pc.Expression:
+        column = pc.field(self.column)
+        return (column >= pa.scalar(self.start, kind)) & (column < pa.scalar(self.end, kind))
+
+
+@dataclass(frozen=True)
+class LiveFile:
+    """A data file of a version: its path as the log has it (relative, URI-encoded) and the
+    min/max statistics of one column (None where the log has none)."""
+
+    path: str
+    low: datetime | None = None
+    high: datetime | None = None
+
+
+def live_files(opened: DeltaTable, column: str | None = None) -> list[LiveFile] | None:
+    """The table's data files at its open version, with the min/max of `column`; None when its
+    files cannot be read one by one as plain Parquet (see the module's docstring)."""
+    if opened.metadata().partition_columns:
+        return None  # partition values live in the log, not in the files
+    actions = pa.table(opened.get_add_actions(flatten=True))
+    vectors = [name for name in actions.column_names if name.startswith("deletionVector")]
+    features = opened.protocol().reader_features or []
+    if any(actions[name].null_count < actions.num_rows for name in vectors) or (
+            "deletionVectors" in features and not vectors):
+        return None  # a deletion vector hides rows of its file: only delta-rs's engine applies it
+    paths = actions["path"].to_pylist()
+    if any("://" in path or path.startswith("/") for path in paths):
+        return None  # a file outside the table's directory (a shallow clone's)
+    lows = _stats(actions, f"min.{column}")
+    highs = _stats(actions, f"max.{column}")
+    return [LiveFile(path, low, high) for path, low, high in zip(paths, lows, highs)]
+
+
+def _stats(actions: pa.Table, name: str) -> list:
+    return actions[name].to_pylist() if name in actions.column_names else [None] * actions.num_rows
+
+
+def newest(lake: Lake, table: Table, column: str) -> datetime | None:
+    """The largest `column` value the table's file statistics state (None without any): a
+    look at the log, no data file read."""
+    opened = lake.open(table)
+    files = live_files(opened, column) if opened is not None else None
+    return max((f.high for f in files or () if f.high is not None), default=None)
+
+
+class FileIncrements(Generic[T]):
+    """One table's rows (these columns; of `span`, or all), kept per data file as `derive`
+    makes them, and brought up to the table's latest version by `refresh`. A table made anew
+    (its id changed, its version went back, or it is gone) is read afresh. Not thread-safe:
+    its owner serialises the calls."""
+
+    def __init__(self, lake: Lake, table: Table, columns: Sequence[str], span: Span | None = None,
+                 derive: Callable[[pa.Table], T] | None = None):
+        self.lake, self.table, self.columns, self.span = lake, table, list(columns), span
+        self.derive = derive if derive is not None else cast(Callable[[pa.Table], T], _as_read)
+        read = self.columns + ([span.column] if span is not None and span.column not in self.columns else [])
+        self.read_schema = table.schema_of(read)
+        self.parts: dict[str, T] = {}  # data file path -> what `derive` made of its rows
+        self.version: int | None = None
+        self.table_id: str | None = None
+        self.files_read = self.whole_reads = 0  # counters, for the tests and the benchmark
+        self._filesystem: tuple | None = None
+
+    def refresh(self) -> bool:
+        """Follow the table to its latest version; True when `parts` changed."""
+        try:
+            return self._refresh()
+        except FileNotFoundError:
+            # A file of the version just listed is gone: a newer version dropped it and a
+            # vacuum removed it since. The newest version lists only files that are there.
+            return self._refresh()
+
+    def _refresh(self) -> bool:
+        opened = self.lake.open(self.table)
+        if opened is None:
+            had = bool(self.parts)
+            self._forget()
+            return had
+        version, table_id = opened.version(), str(opened.metadata().id)
+        if version == self.version and table_id == self.table_id:
+            return False
+        made_anew = self.version is not None and (table_id != self.table_id or version < self.version)
+        forgotten = made_anew and bool(self.parts)
+        if made_anew:
+            self._forget()
+        files = live_files(opened, self.span.column if self.span is not None else None)
+        if files is None:
+            self.parts = {WHOLE_READ: self.derive(self._read_whole(version))}
+            self.version, self.table_id = version, table_id
+            return True
+        wanted = [f.path for f in files if self.span is None or self.span.overlaps(f.low, f.high)]
+        parts = {path: self.parts[path] for path in wanted if path in self.parts}
+        changed = forgotten or len(parts) != len(self.parts)
+        for path in wanted:
+            if path not in parts:
+                parts[path] = self.derive(self._read_file(path))
+                changed = True
+        self.parts, self.version, self.table_id = parts, version, table_id
+        return changed
+
+    def _forget(self) -> None:
+        self.parts, self.version, self.table_id = {}, None, None
+
+    def _read_whole(self, version: int) -> pa.Table:
+        self.whole_reads += 1
+        where = self.span.where() if self.span is not None else None
+        return self.lake.read(self.table, self.columns, where, version=version)
+
+    def _read_file(self, path: str) -> pa.Table:
+        self.files_read += 1
+        filesystem, prefix = self._files()  # the log URI-encodes paths: unquoted below
+        span = self.span
+        # The table's schema: a column the file lacks (added since it was written) reads as nulls.
+        rows = pq.read_table(prefix + unquote(path), filesystem=filesystem, schema=self.read_schema,
+                             columns=self.read_schema.names,
+                             filters=None if span is None else span.rows(self.read_schema.field(span.column).type))
+        return rows.select(self.columns)
+
+    def _files(self) -> tuple:
+        """(pyarrow file system, what goes before a file's path in it), made once: a local
+        table's directory, or nothing for deltalake's object store, rooted at the table."""
+        if self._filesystem is None:
+            location = self.lake.location(self.table)
+            filesystem, _ = arrow_filesystem(location, self.lake.storage_options)
+            prefix = "" if is_remote(location) else str(local_path(location).resolve()).rstrip("/") + "/"
+            self._filesystem = (filesystem, prefix)
+        return self._filesystem
+
+
+def _as_read(rows: pa.Table) -> pa.Table:
+    return rows
