@@ -4,7 +4,10 @@ after a restart), and it is dropped as a duplicate of a day's trade always is.""
 
 from datetime import timedelta
 
+from deltalake import DeltaTable
+
 from streaming.jobs.pipeline import MEDALLION_QUERY
+from streaming.lake.store import Lake
 from streaming.lake.tables import GOLD, LATE_TRADES, SILVER
 from streaming.sink.seen_ids import DAYS_HELD
 from tests.support.corpus import trade
@@ -36,3 +39,23 @@ def test_a_duplicate_of_a_20_day_old_trade_is_dropped_after_its_day_was_let_go_a
         gold = stream.table(GOLD)
         assert (gold["trade_count"].sum(), gold["buy_amount"].sum()) == (1 + len(later_days), 20.0)
         stream.check_table(LATE_TRADES, rows=0)  # a duplicate of a counted trade is not too late
+
+
+def test_duplicates_on_both_sides_of_midnight_are_dropped_after_a_compaction_and_a_restart(spark, settings, writer):
+    before = trade("eve-1", "BUY", 1, 10.0, "2026-03-02T23:59:59.999Z")
+    after = trade("morn-1", "SELL", 1, 4.0, "2026-03-03T00:00:00.000Z")
+    with StreamTest(spark, settings, writer) as stream:
+        stream.add(before, after)
+        stream.process()
+        stream.add({**before, "channel": "mobile"}, {**after, "channel": "mobile"})  # held in the index
+        stream.process()
+        stream.stop()
+        DeltaTable(Lake(settings.data_dir).location(SILVER)).optimize.compact()  # silver's files rewritten
+        stream.restart()
+        stream.add({**after, "channel": "phone"}, {**before, "channel": "phone"})  # read from silver again
+        stream.process()
+        silver = stream.check_table(SILVER, rows=2)
+        assert set(silver["channel"]) == {"web"}  # the first copies
+        gold = stream.table(GOLD)
+        assert (gold["trade_count"].sum(), gold["buy_amount"].sum(), gold["sell_amount"].sum()) == (2, 10.0, 4.0)
+        assert stream.pipeline.sinks[MEDALLION_QUERY].trade_ids.days_read == 2  # each side's day

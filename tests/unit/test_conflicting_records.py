@@ -113,3 +113,16 @@ def test_membership_in_a_sorted_run_at_its_edges():
     run = np.array([2, 5, 9], np.uint64)
     assert _in_sorted(run, np.array([1, 2, 9, 10, 5], np.uint64)).tolist() == [False, True, True, False, True]
     assert _in_sorted(run[:0], np.array([1], np.uint64)).tolist() == [False]
+
+
+def test_the_id_index_reads_each_side_of_midnight_as_its_own_day_also_after_a_compaction(tmp_path):
+    lake = Lake(tmp_path)
+    midnight = T0.replace(hour=0, minute=0) + timedelta(days=1)
+    silver_with(lake, 0, ["eve"], midnight - timedelta(microseconds=1))
+    silver_with(lake, 1, ["morn"], midnight)
+    lake.open(SILVER).optimize.compact()  # one file holding both days
+    ids = TradeIds(lake)
+    assert ids.known(hashes("eve", "morn"), days(DAY0, DAY0 + 1)).tolist() == [True, True]
+    # Each was read with its own day's ids: asked with the other day, found on its own.
+    assert ids.found_on(hashes("eve", "morn"), days(DAY0 + 1, DAY0)).tolist() == [DAY0, DAY0 + 1]
+    assert ids.days_read == 2 and ids.ids_held == 2
