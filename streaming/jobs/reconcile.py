@@ -35,7 +35,7 @@ from pyspark.sql import SparkSession
 from streaming.config import Settings
 from streaming.jobs.pipeline import MEDALLION_QUERY
 from streaming.jobs.spark_job import SparkJob
-from streaming.lake.lookups import rows_between, rows_written_by
+from streaming.lake.lookups import latest_watermark_of, ledger_ends, rows_between, rows_written_by
 from streaming.lake.spark_delta import SparkLake
 from streaming.lake.store import Batch, Lake
 from streaming.lake.tables import (
@@ -119,6 +119,11 @@ class BackfillReport:
         return " ".join(parts) or "Choose the windows to backfill."
 
 
+# Spark keeps the offsets and commits of this many batches in a checkpoint (its default
+# spark.sql.streaming.minBatchesToRetain).
+KEPT_BATCHES = 100
+
+
 class Reconciler(SparkJob):
     """Gold against silver for the dashboard, with Spark for the recompute."""
 
@@ -131,15 +136,19 @@ class Reconciler(SparkJob):
         """The latest watermark of the current query (windows ending by then are final)."""
         if not self.checkpoint.started:
             return None
-        marks = rows_written_by(self.lake, BATCH_WATERMARKS, self.checkpoint.query_id, ["watermark"])["watermark"]
-        latest = pc.max(marks).as_py() if len(marks) else None
+        # Watermarks only rise: the latest is among the batches Spark still keeps in its
+        # checkpoint, so the ledger's older files are not read (a month of them).
+        last = self.checkpoint.last_committed_batch()
+        latest = latest_watermark_of(self.lake, self.checkpoint.query_id, max(0, (last or 0) - KEPT_BATCHES))
+        if latest is None:  # no ledger rows among them (a quiet topic): every batch of the query
+            marks = rows_written_by(self.lake, BATCH_WATERMARKS, self.checkpoint.query_id, ["watermark"])["watermark"]
+            latest = pc.max(marks).as_py() if len(marks) else None
         return latest if latest and latest.timestamp() > 0 else None
 
     def gold_offsets(self) -> dict[tuple[str, int], int]:
-        """Per topic partition, the end of what gold has read (call holding gold's locks)."""
-        ends = self.lake.read(BATCH_WATERMARKS, ["topic", "partition", "end_offset"])
-        ends = ends.group_by(["topic", "partition"]).aggregate([("end_offset", "max")]).to_pylist()
-        return {(e["topic"], e["partition"]): e["end_offset_max"] for e in ends}
+        """Per topic partition, the end of what gold has read (call holding gold's locks): the
+        query's committed ends, or further where an earlier query (before a replay) read on."""
+        return ledger_ends(self.lake, self.checkpoint.committed_offsets())
 
     def recompute(self, start: datetime, end: datetime, offsets: dict[tuple[str, int], int]) -> pd.DataFrame:
         """Windows from silver's trades with event time in [start, end) and Kafka offsets before

@@ -142,10 +142,14 @@ class QueryCheckpoint:
         ends = {(topic, int(p)): int(o) for topic, parts in offsets.items() for p, o in parts.items()}
         return OffsetLogEntry(ends)
 
+    def last_committed_batch(self) -> int | None:
+        done = [int(name) for name in self.files.names(_join(self.location, "commits")) if name.isdigit()]
+        return max(done) if done else None
+
     def committed_offsets(self) -> dict[tuple[str, int], int]:
         """End offsets of the last committed batch: everything before them is fully written."""
-        done = [int(name) for name in self.files.names(_join(self.location, "commits")) if name.isdigit()]
-        entry = self.offset_log(max(done)) if done else None
+        last = self.last_committed_batch()
+        entry = self.offset_log(last) if last is not None else None
         return entry.ends if entry else {}
 
 

@@ -157,3 +157,28 @@ def bronze_records_in(lake: Lake, ranges: pa.Table, columns: Sequence[str]) -> p
         return BRONZE.schema_of(columns).empty_table()
     rows = lake.read(BRONZE, columns, in_offset_ranges(ranges))
     return rows.sort_by([("partition", "ascending"), ("offset", "ascending")])
+
+
+def latest_watermark_of(lake: Lake, query_id: str, since_batch: int) -> datetime | None:
+    """The latest watermark in the ledger of a query's batches from `since_batch` on (the files
+    of older batches are skipped on their statistics)."""
+    where = f"{equals('query_id', query_id)} AND {quote('batch_id')} >= {int(since_batch)}"
+    found = lake.query(BATCH_WATERMARKS, f"SELECT max({quote('watermark')}) AS w FROM t WHERE {where}")
+    return found["w"][0].as_py() if found is not None and found.num_rows else None
+
+
+def ledger_ends(lake: Lake, at_least: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+    """Per partition, the largest end offset any batch in the ledger read to, given ends it is
+    known to reach (`at_least`: only rows beyond them are read; a partition not in it is read
+    whole)."""
+    topic, partition, end = quote("topic"), quote("partition"), quote("end_offset")
+    beyond = " OR ".join(f"({topic} = {sql_literal(t)} AND {partition} = {int(p)} AND {end} > {int(o)})"
+                         for (t, p), o in at_least.items())
+    known = " AND ".join(f"NOT ({topic} = {sql_literal(t)} AND {partition} = {int(p)})" for t, p in at_least)
+    where = " OR ".join(f"({part})" for part in (beyond, known) if part)
+    found = lake.query(BATCH_WATERMARKS, f"SELECT {topic}, {partition}, max({end}) AS e FROM t"
+                                         f"{f' WHERE {where}' if where else ''} GROUP BY {topic}, {partition}")
+    ends = dict(at_least)
+    for t, p, e in ([] if found is None else zip(*(found[c].to_pylist() for c in ("topic", "partition", "e")))):
+        ends[(t, p)] = max(e, ends.get((t, p), e))
+    return ends
