@@ -12,9 +12,8 @@ from dash import Dash
 
 from dashboard.callbacks import register_callbacks
 from dashboard.context import PageContext, PageReaders
-from dashboard.data import QuarantineReader
 from dashboard.layout import build_layout
-from dashboard.readers import SilverFilterValues
+from dashboard.readers import QuarantineReader, SilverFilterValues
 from streaming.lake.store import Lake
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"

@@ -12,13 +12,12 @@ from dashboard.data import (
     CORRECTION_COLUMNS,
     GOLD_COLUMNS,
     LATE_TRADE_COLUMNS,
-    QuarantineReader,
     TableReader,
     VersionReader,
     late_data,
     trading_days,
 )
-from dashboard.readers import DayReader, SilverFilterValues
+from dashboard.readers import DayReader, QuarantineReader, SilverFilterValues
 from streaming.lake.store import Lake
 from streaming.lake.tables import CORRECTIONS, GOLD, LATE_TRADES
 

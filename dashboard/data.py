@@ -12,9 +12,9 @@ import pyarrow as pa
 from dashboard.readers import frame_of
 from streaming.config import Settings
 from streaming.lake.increments import FileIncrements
-from streaming.lake.page_reads import exactly_once_counts, newest_quarantine, quarantine_counts, silver_day
+from streaming.lake.page_reads import exactly_once_counts, silver_day
 from streaming.lake.store import Lake
-from streaming.lake.tables import GOLD, QUARANTINE, Table
+from streaming.lake.tables import GOLD, Table
 from streaming.medallion.gold import MEASURES, window_sums
 
 GOLD_COLUMNS = ["window_start", "window_end", "buy_amount", "sell_amount", "settlement_amount",
@@ -26,8 +26,6 @@ LATE_TRADE_COLUMNS = ["trade_id", "event_time", "window_start", "watermark", "la
                       "detected_at", "backfilled_at"]
 SILVER_DRILL_COLUMNS = ["trade_id", "side", "amount", "event_time", "channel", "symbol"]
 FEED_ROWS = 25  # the newest rows on the page; the tables hold them all
-QUARANTINE_ROW_COLUMNS = ["reason", "topic", "partition", "offset", "kafka_timestamp", "ingested_at", "value"]
-VALUE_CHARS = 200  # a bad record's raw value is shown up to this many characters
 HISTORY_COMMITS = 500  # the time machine looks back over gold's newest this many commits
 # Commits that change no values (compaction, vacuum, table properties): not worth a stop.
 NO_DATA_OPERATIONS = frozenset({"OPTIMIZE", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES"})
@@ -96,70 +94,6 @@ def as_of(frame: pd.DataFrame, column: str, until: pd.Timestamp) -> pd.DataFrame
     if frame.empty:
         return frame
     return frame[utc_micros(frame[column]) <= np.datetime64(until.tz_convert("UTC").tz_localize(None), "us")]
-
-
-class QuarantineReader:
-    """What the quarantine panel needs from silver/quarantine, read only when the table's
-    version has changed: the count of bad records per reason and UTC day of their Kafka time
-    (one aggregate query), and the newest FEED_ROWS records, of one reason or of all (a
-    top-k query, kept for the last reason asked). The table grows with every bad record, so
-    neither is a read of its rows. Shared by every page: a lock lets one request read while
-    the others wait for its answer."""
-
-    def __init__(self, lake: Lake):
-        self.lake = lake
-        self._lock = threading.Lock()
-        self._version: int | None = None
-        self._counts: list[dict] = []
-        self._newest: tuple[str | None, list[dict]] | None = None
-
-    def read(self, reason: str | None = None) -> tuple[list[dict], list[dict]]:
-        """([{reason, day, n}], the newest records of `reason` (None: of every reason))."""
-        with self._lock:
-            opened = self.lake.open(QUARANTINE)
-            if opened is None:
-                self._version, self._counts, self._newest = None, [], None
-                return [], []
-            if opened.version() != self._version:
-                self._version = opened.version()
-                self._counts, self._newest = self._read_counts(), None
-            if self._newest is None or self._newest[0] != reason:
-                self._newest = (reason, self._read_newest(reason))
-            return self._counts, self._newest[1]
-
-    def _read_counts(self) -> list[dict]:
-        # The few groups' days are formatted here (cheaper than per row).
-        return [dict(row, day=None if row["day"] is None else row["day"].strftime("%Y-%m-%d"))
-                for row in quarantine_counts(self.lake)]
-
-    def _read_newest(self, reason: str | None) -> list[dict]:
-        rows = newest_quarantine(self.lake, reason, FEED_ROWS, QUARANTINE_ROW_COLUMNS)
-        return [quarantine_record(row) for row in rows]
-
-
-def shown_value(value: bytes | None, limit: int = VALUE_CHARS) -> str:
-    """A raw Kafka value as plain text for the page: bytes that are not UTF-8 as \\xNN escapes
-    after a "(binary, N bytes)" note, control characters escaped, cut to `limit` characters.
-    Only ever shown as text (Dash escapes it), never as HTML."""
-    if value is None:
-        return "(no value)"
-    value = bytes(value)
-    try:
-        text, note = value.decode("utf-8"), ""
-    except UnicodeDecodeError:
-        text, note = value.decode("utf-8", "backslashreplace"), f"(binary, {len(value):,} bytes) "
-    if not text.isprintable():
-        text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
-    if len(text) > limit:
-        text = text[:limit] + f"… ({len(value):,} bytes)"
-    return note + text
-
-
-def quarantine_record(row: dict) -> dict:
-    """A quarantine row as the store's plain JSON: times as ISO strings, the value as text."""
-    return {"reason": row["reason"], "topic": row["topic"], "partition": row["partition"], "offset": row["offset"],
-            "kafka_timestamp": _iso(row["kafka_timestamp"]), "ingested_at": _iso(row["ingested_at"]),
-            "value": shown_value(row["value"])}
 
 
 def trading_days(gold: pd.DataFrame) -> list[str]:

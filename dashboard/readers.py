@@ -21,9 +21,13 @@ import pyarrow.compute as pc
 
 from streaming.lake.increments import FileIncrements, Span, newest
 from streaming.lake.store import Lake
-from streaming.lake.tables import SILVER, Table
+from streaming.lake.tables import QUARANTINE, SILVER, Table
 
 T = TypeVar("T")
+FEED_ROWS = 25  # the newest bad records shown, of one reason or of all
+QUARANTINE_READ = ["reason", "topic", "partition", "offset", "kafka_timestamp", "ingested_at", "value"]
+VALUE_CHARS = 200  # a bad record's raw value is shown up to this many characters
+NEWEST_FIRST = [("ingested_at", "descending"), ("partition", "descending"), ("offset", "descending")]
 DAYS_KEPT = 2  # the live day and one more (a day picked, the time machine's)
 
 
@@ -145,3 +149,85 @@ class SilverFilterValues:
 
 def _sorted_values(column: pa.ChunkedArray) -> list[str]:
     return sorted(value for value in pc.unique(column.drop_null()).to_pylist() if value)
+
+
+def _iso(value) -> str | None:
+    return None if value is None else pd.Timestamp(value).isoformat()
+
+
+def shown_value(value: bytes | None, limit: int = VALUE_CHARS) -> str:
+    """A raw Kafka value as plain text for the page: bytes that are not UTF-8 as \\xNN escapes
+    after a "(binary, N bytes)" note, control characters escaped, cut to `limit` characters.
+    Only ever shown as text (Dash escapes it), never as HTML."""
+    if value is None:
+        return "(no value)"
+    value = bytes(value)
+    try:
+        text, note = value.decode("utf-8"), ""
+    except UnicodeDecodeError:
+        text, note = value.decode("utf-8", "backslashreplace"), f"(binary, {len(value):,} bytes) "
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    if len(text) > limit:
+        text = text[:limit] + f"… ({len(value):,} bytes)"
+    return note + text
+
+
+def quarantine_record(row: dict) -> dict:
+    """A quarantine row as the store's plain JSON: times as ISO strings, the value as text."""
+    return {"reason": row["reason"], "topic": row["topic"], "partition": row["partition"], "offset": row["offset"],
+            "kafka_timestamp": _iso(row["kafka_timestamp"]), "ingested_at": _iso(row["ingested_at"]),
+            "value": shown_value(row["value"])}
+
+
+class _FileSummary:
+    """What the quarantine panel needs of one data file: its count per (reason, UTC day of the
+    Kafka time), and its newest FEED_ROWS records of each reason (the newest of all are among them)."""
+
+    def __init__(self, rows: pa.Table):
+        days = pc.cast(pc.floor_temporal(rows["kafka_timestamp"], unit="day"), pa.timestamp("us", tz="UTC"))
+        keyed = pa.table({"reason": rows["reason"], "day": days})
+        self.counts = keyed.group_by(["reason", "day"], use_threads=False).aggregate([([], "count_all")])
+        newest = [rows.filter(pc.equal(rows["reason"], reason)).sort_by(NEWEST_FIRST).slice(0, FEED_ROWS)
+                  for reason in pc.unique(rows["reason"].drop_null()).to_pylist()]
+        self.newest = pa.concat_tables([rows.schema.empty_table(), *newest])
+
+
+class QuarantineReader:
+    """The quarantine panel's counts per reason and day, and its newest records, of one reason
+    or of all. The table grows with every bad record for as long as the lake, so each data
+    file is summed up once, when it appears (FileIncrements): a new version costs its new
+    files, not the table. Shared by every page (a lock)."""
+
+    def __init__(self, lake: Lake):
+        self._lock = threading.Lock()
+        self.increments: FileIncrements[_FileSummary] = FileIncrements(lake, QUARANTINE, QUARANTINE_READ,
+                                                                       derive=_FileSummary)
+        self._counts: list[dict] = []
+        self._newest: tuple[str | None, list[dict]] | None = None
+
+    def read(self, reason: str | None = None) -> tuple[list[dict], list[dict]]:
+        """([{reason, day (YYYY-MM-DD or None), n}], the newest records of `reason` (None: of
+        every reason), as the page shows them)."""
+        with self._lock:
+            if self.increments.refresh():
+                self._counts, self._newest = self._sum_counts(), None
+            if self._newest is None or self._newest[0] != reason:
+                self._newest = (reason, [quarantine_record(row) for row in self._newest_rows(reason).to_pylist()])
+            return self._counts, self._newest[1]
+
+    def _sum_counts(self) -> list[dict]:
+        parts = [summary.counts for summary in self.increments.parts.values()]
+        if not parts:
+            return []
+        counts = pa.concat_tables(parts).group_by(["reason", "day"], use_threads=False).aggregate(
+            [("count_all", "sum")])
+        return [{"reason": r["reason"], "day": None if r["day"] is None else r["day"].strftime("%Y-%m-%d"),
+                 "n": r["count_all_sum"]} for r in counts.to_pylist()]
+
+    def _newest_rows(self, reason: str | None) -> pa.Table:
+        parts = [summary.newest for summary in self.increments.parts.values()]
+        rows = pa.concat_tables([QUARANTINE.schema_of(QUARANTINE_READ).empty_table(), *parts])
+        if reason is not None:
+            rows = rows.filter(pc.equal(rows["reason"], reason))
+        return rows.sort_by(NEWEST_FIRST).slice(0, FEED_ROWS)

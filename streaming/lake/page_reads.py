@@ -28,25 +28,6 @@ def silver_day(lake: Lake, start: datetime, columns: Sequence[str], channel: str
     return lake.read(SILVER, columns, " AND ".join(conditions))
 
 
-def quarantine_counts(lake: Lake) -> list[dict]:
-    """The count of bad records per reason and UTC day of their Kafka time: [{reason, day, n}],
-    `day` a midnight UTC datetime (or None). One aggregate query, never a read of the rows."""
-    # date_trunc of a UTC time is its UTC day.
-    rows = lake.query(QUARANTINE, f"SELECT {quote('reason')} AS reason, date_trunc('day', {quote('kafka_timestamp')})"
-                                  " AS day, count(*) AS n FROM t GROUP BY 1, 2")
-    return [] if rows is None else rows.to_pylist()
-
-
-def newest_quarantine(lake: Lake, reason: str | None, limit: int, columns: Sequence[str]) -> list[dict]:
-    """The newest `limit` bad records (by ingestion, then Kafka position) of one reason, or of
-    every reason when it is None: a top-k query."""
-    where = "" if reason is None else f" WHERE {equals('reason', reason)}"
-    rows = lake.query(QUARANTINE, f"SELECT {', '.join(quote(c) for c in columns)} FROM t{where} "
-                                  f"ORDER BY {quote('ingested_at')} DESC, {quote('partition')} DESC, "
-                                  f"{quote('offset')} DESC LIMIT {int(limit)}")
-    return [] if rows is None else rows.to_pylist()
-
-
 def _per_partition(rows: pa.Table | None, *columns: str) -> dict[str, dict]:
     """Query rows with topic and partition -> {"topic:partition": {column: value}}."""
     if rows is None:

@@ -122,6 +122,7 @@ QUARANTINE = Table(
         ("offset", pa.int64()), ("kafka_timestamp", UTC_TIME), ("reason", pa.string()), ("ingested_at", UTC_TIME),
     ]),
     keys=(*KAFKA_RECORD, "kafka_timestamp"), write=Write.UPSERT, compact_every=COMPACT_EVERY,
+    compact_to=STREAM_FILE_BYTES,  # the page sums up each file once: one file of all is re-read per compaction
 )
 
 # Gold is the stream's state: each micro-batch adds the sums of the trades it newly counted

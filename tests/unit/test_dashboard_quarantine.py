@@ -13,7 +13,7 @@ import pytest
 from dashboard import ids
 from dashboard.app import create_app
 from dashboard.client import call, draw_quarantine, store_quarantine
-from dashboard.data import QuarantineReader, shown_value
+from dashboard.readers import QuarantineReader, shown_value
 from streaming.lake import tables
 from streaming.lake.store import Batch, Lake
 from tests.unit.test_dashboard import WINDOWS, write_gold
@@ -152,3 +152,33 @@ def test_without_a_quarantine_table_the_panel_says_nothing_was_quarantined(tmp_p
                           f"{ids.QUARANTINE_REASON}.options"], {f"{ids.QUARANTINE_STORE}.data": view})
     assert "No bad record" in " ".join(texts(drawn[ids.QUARANTINE_LIST]["children"]))
     assert drawn[ids.QUARANTINE_REASON]["options"] == []
+
+
+def whole_read(data_dir, reason: str | None) -> tuple[dict, list[int]]:
+    """The counts per (reason, day) and the newest offsets, from every row of the table."""
+    rows = Lake(data_dir).read(tables.QUARANTINE).to_pylist()
+    counts: dict = {}
+    for r in rows:
+        key = (r["reason"], r["kafka_timestamp"].strftime("%Y-%m-%d"))
+        counts[key] = counts.get(key, 0) + 1
+    shown = sorted((r for r in rows if reason is None or r["reason"] == reason),
+                   key=lambda r: (r["ingested_at"], r["partition"], r["offset"]), reverse=True)[:25]
+    return counts, [r["offset"] for r in shown]
+
+
+def test_the_reader_following_new_files_agrees_with_a_whole_read_through_writes_and_compactions(tmp_path):
+    import random
+    rng, reader, offset = random.Random(7), QuarantineReader(Lake(tmp_path)), 0
+    reasons = ["invalid JSON", "bad side", "missing trade_id"]
+    for batch in range(45):  # the writer compacts every 20 versions
+        rows = [bad_record(offset + i, rng.choice(reasons), b"{}", SHOWN_DAY - timedelta(days=rng.randint(0, 3)),
+                           rng.randint(0, 10_000)) for i in range(rng.randint(1, 40))]
+        offset += len(rows)
+        publish(tmp_path, rows, batch)
+        if batch % 7 == 0:
+            Lake(tmp_path).open(tables.QUARANTINE).optimize.compact()
+        reason = rng.choice([None, *reasons])
+        counts, newest = reader.read(reason)
+        expected_counts, expected_newest = whole_read(tmp_path, reason)
+        assert {(c["reason"], c["day"]): c["n"] for c in counts} == expected_counts
+        assert [r["offset"] for r in newest] == expected_newest
