@@ -12,6 +12,8 @@ only reads the command line.
 
 `python -m bench --long-run` is another benchmark, with options of its own (`--long-run --help`):
 the app on a month-old lake against an empty one (long_run.py, with seed.py and app_run.py).
+`python -m bench --soak` another (`--soak --help`): the app as shipped for an hour, sampled every
+20 s, its last minutes against minutes 3-8 (soak.py, with soak_report.py and app_run.py).
 """
 
 from __future__ import annotations
@@ -56,6 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--long-run", action="store_true",
                         help="run the long-run benchmark instead: python run.py on a lake seeded with a month of "
                              "trades against an empty one (its own options: python -m bench --long-run --help)")
+    parser.add_argument("--soak", action="store_true",
+                        help="run the soak instead: python run.py as shipped for an hour at 2,000 trades/s, sampled "
+                             "every 20 s, its last minutes against minutes 3-8 (its own options: python -m bench "
+                             "--soak --help)")
     return parser
 
 
@@ -79,6 +85,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench import long_run
 
         return long_run.main([arg for arg in argv if arg != "--long-run"])
+    if "--soak" in argv:
+        from bench import soak
+
+        return soak.main([arg for arg in argv if arg != "--soak"])
     args = parse_args(argv)
     stop_on_sigterm()
     log_to_terminal()

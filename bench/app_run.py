@@ -111,14 +111,16 @@ class LakeRun:
 class Processes(Poller):
     """run.py's processes each second: RSS per group, CPU ticks per pid, and its log's milestones."""
 
-    def __init__(self, run: LakeRun, pid: int, t0: float, log_file: Path, page: Page, data_dir: Path):
-        super().__init__("processes", 1.0)
+    def __init__(self, run: LakeRun, pid: int, t0: float, log_file: Path, page: Page, data_dir: Path,
+                 interval_s: float = 1.0):
+        super().__init__("processes", interval_s)
         self.run, self.pid, self.t0, self.log_file, self.page = run, pid, t0, log_file, page
         self.ticks: dict[int, tuple[str, int]] = {}
         self.broker_pid: int | None = None
         self.checkpoint = Checkpoints(Settings(data_dir=data_dir).checkpoint_dir).query(MEDALLION_QUERY).path
         self.wall_minus_t0 = time.time() - time.monotonic() + t0
         self.batches_seen: set[str] = set()
+        self.status: dict | None = None  # /api/status at the last tick
 
     def groups(self) -> dict[str, list[int]]:
         children = child_pids(self.pid)
@@ -137,7 +139,7 @@ class Processes(Poller):
                 if (ticks := cpu_ticks(pid)) is not None:
                     self.ticks[pid] = (group, ticks)
         self.run.rss.append((now, sample))
-        status = self.page.status()
+        self.status = status = self.page.status()
         for query in (status or {}).get("queries", []):
             if query.get("batch_id") is not None and query.get("batch_duration_ms") is not None:
                 self.run.status_ms[query["batch_id"]] = (now, query["batch_duration_ms"])
@@ -253,6 +255,24 @@ def topic_ready(bootstrap: str, topic: str, port: int) -> bool:
     return found is not None and found.error is None and len(found.partitions) == PARTITIONS
 
 
+def free_ports(count: int) -> list[int]:
+    """`count` distinct free ports on 127.0.0.1."""
+    ports: list[int] = []
+    while len(ports) < count:
+        if (port := free_port()) not in ports:
+            ports.append(port)
+    return ports
+
+
+def launch(arguments: list[str], log_file: Path) -> subprocess.Popen:
+    """`python run.py ARGUMENTS` from the repository, as a user starts it: in a session of its own,
+    its output to log_file, without this shell's TRADE_SUMMARY_* settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRADE_SUMMARY_")}
+    with open(log_file, "w") as out:
+        return subprocess.Popen([sys.executable, "run.py", *arguments], cwd=REPO, env=env, stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+
+
 def stop(process: subprocess.Popen, broker_pid: int | None, timeout_s: float = 180) -> None:
     """SIGTERM by pid and wait; a run.py that does not end is killed, and its broker with it."""
     if process.poll() is None:
@@ -273,20 +293,15 @@ def measure(name: str, data_dir: Path, seconds: float, warm_seconds: float, rate
     measure `seconds`, stop it."""
     seeded = Lake(data_dir).read(tables.GOLD, columns=["trade_count"])["trade_count"]
     run = LakeRun(name, seeded=pc.sum(seeded).as_py() or 0)
-    broker_port = web_port = free_port()
-    while web_port == broker_port:
-        web_port = free_port()
+    broker_port, web_port = free_ports(2)
     bootstrap, log_file = f"127.0.0.1:{broker_port}", data_dir.parent / f"run-{name}.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRADE_SUMMARY_")}
-    command = [sys.executable, "run.py", "--data-dir", str(data_dir), "--broker-port", str(broker_port),
-               "--host", "127.0.0.1", "--port", str(web_port), "--topic", topic, "--no-producer"]
+    arguments = ["--data-dir", str(data_dir), "--broker-port", str(broker_port), "--host", "127.0.0.1",
+                 "--port", str(web_port), "--topic", topic, "--no-producer"]
     page, watcher = Page(web_port), GoldWatcher(Lake(data_dir))
     # The market clock: the whole run inside the day's market hours, at 60x or slower.
     producer = Producer(bootstrap, topic, rate, speed=min(60.0, 7.5 * 3600 / (seconds + warm_seconds + 300)))
     t0 = time.monotonic()
-    with open(log_file, "w") as out:
-        process = subprocess.Popen(command, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, start_new_session=True)
+    process = launch(arguments, log_file)
     sampler = Processes(run, process.pid, t0, log_file, Page(web_port), data_dir).start()  # a session per thread
     refresher = Refresher(page, run, t0)
     say(f"  {name}: run.py (pid {process.pid}) on broker port {broker_port}, page port {web_port}")

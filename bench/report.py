@@ -21,8 +21,8 @@ from streaming.config import duration_text
 log = logging.getLogger("bench")
 COMMAND = "python -m bench"
 # Sections other commands measure (python -m bench.broker_soak, python -m bench.delta_writers,
-# python -m bench --long-run): a bench run carries them over.
-KEPT_SECTIONS = ("## Embedded broker: ", "## Delta writers: ", "## Long run: ")
+# python -m bench --long-run, python -m bench --soak): a bench run carries them over.
+KEPT_SECTIONS = ("## Embedded broker: ", "## Delta writers: ", "## Long run: ", "## Soak: ")
 
 
 def summary_line(results: Results) -> str:
@@ -45,13 +45,15 @@ def write(results: Results, args: argparse.Namespace) -> Path:
 
 
 def kept_section(page: str) -> str:
-    """The page's KEPT_SECTIONS, each up to the next section, or ""."""
+    """The page's KEPT_SECTIONS, each up to the next section, or "". A heading may begin more
+    than one section (the soak keeps one per broker retention): each is kept, in page order."""
     kept = []
     for heading in KEPT_SECTIONS:
         start = page.find("\n" + heading)
-        if start >= 0:
+        while start >= 0:
             end = page.find("\n## ", start + 1)
             kept.append(page[start + 1:end if end >= 0 else len(page)].rstrip("\n") + "\n")
+            start = page.find("\n" + heading, end) if end >= 0 else -1
     return "\n".join(kept)
 
 
