@@ -109,10 +109,10 @@ MIN_RATE = 0.1  # trades per second
 MAX_RATE = 100_000.0
 MAX_BEYOND_MINUTES = 24 * 60  # how far beyond the watermark a too-late trade can be sent
 
-# How long the topic keeps records. Bronze is the long-term copy, so the embedded broker holds
-# only the last hour (what a --replay-from can reach); a topic created on another Kafka gets a
-# week, and an existing one keeps its own.
-EMBEDDED_RETENTION = timedelta(hours=1)
+# How long the topic keeps records. Bronze is the long-term copy (a --replay-from reads it for
+# what the broker no longer holds), so the embedded broker holds minutes; a topic created on
+# another Kafka gets a week, and an existing one keeps its own.
+EMBEDDED_RETENTION = timedelta(minutes=5)
 NEW_TOPIC_RETENTION = timedelta(days=7)
 
 

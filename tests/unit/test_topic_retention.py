@@ -25,10 +25,10 @@ def test_unlimited_retention_leaves_the_segment_alone():
     assert retention_config(-1) == {"retention.ms": "-1"}
 
 
-def test_the_embedded_broker_keeps_an_hour_and_gives_it_to_an_existing_topic_it_started():
+def test_the_embedded_broker_keeps_five_minutes_and_gives_them_to_an_existing_topic_it_started():
     settings = parse_settings([])
-    assert settings.topic_retention == EMBEDDED_RETENTION == timedelta(hours=1)
-    assert settings.topic_retention_ms == 3_600_000
+    assert settings.topic_retention == EMBEDDED_RETENTION == timedelta(minutes=5)
+    assert settings.topic_retention_ms == 300_000
     assert settings.retention_at_start(reused_broker=False) == EMBEDDED_RETENTION
 
 
