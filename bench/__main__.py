@@ -24,7 +24,14 @@ import sys
 from pathlib import Path
 
 from bench import phases, report
-from bench.command_line import add_numbers, add_spark_arguments, log_to_terminal, stop_on_sigterm, tool_parser
+from bench.command_line import (
+    add_numbers,
+    add_spark_arguments,
+    log_to_terminal,
+    require_positive,
+    stop_on_sigterm,
+    tool_parser,
+)
 from streaming.config import Settings, duration_text
 from streaming.run.argument_types import duration_argument
 
@@ -69,9 +76,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = build_parser()
     args = parser.parse_args(argv)
     args.argv = argv  # for the report's "Measured by" line
-    for name in ("trades", "batch_size", "callback_runs"):
-        if getattr(args, name) <= 0:
-            parser.error(f"--{name.replace('_', '-')} must be positive")
+    require_positive(parser, args, "trades", "batch_size", "callback_runs")
     if args.warmup_trades < 0:
         parser.error("--warmup-trades must be 0 or more")
     if args.rate <= 0 or args.freshness_seconds <= 0:

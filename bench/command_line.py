@@ -25,6 +25,13 @@ def add_numbers(parser: argparse.ArgumentParser, *numbers: Number) -> None:
         parser.add_argument(flag, type=kind, default=default, help=f"{meaning} (default: %(default)s)")
 
 
+def require_positive(parser: argparse.ArgumentParser, args: argparse.Namespace, *names: str) -> None:
+    """A usage error for the first of these options that is not above zero."""
+    for name in names:
+        if getattr(args, name) <= 0:
+            parser.error(f"--{name.replace('_', '-')} must be positive")
+
+
 def add_spark_arguments(parser: argparse.ArgumentParser, master: str) -> None:
     """--master (the tool's own default) and --conf KEY=VALUE, as the pipeline takes it."""
     parser.add_argument("--master", default=master, help="Spark master (default: %(default)s)")

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from bench import app_run, seed
 from bench.app_run import LakeRun
-from bench.command_line import log_to_terminal, stop_on_sigterm, tool_parser
+from bench.command_line import log_to_terminal, require_positive, stop_on_sigterm, tool_parser
 from bench.report import machine
 from bench.results import Results
 
@@ -65,9 +65,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = build_parser()
     args = parser.parse_args(argv)
     args.argv = argv
-    for name in ("seed_trades", "seed_days", "rate", "seconds", "chunk"):
-        if getattr(args, name) <= 0:
-            parser.error(f"--{name.replace('_', '-')} must be positive")
+    require_positive(parser, args, "seed_trades", "seed_days", "rate", "seconds", "chunk")
     if args.warm_seconds < 0:
         parser.error("--warm-seconds must be 0 or more")
     return args

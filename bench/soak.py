@@ -28,7 +28,7 @@ from pathlib import Path
 from bench import app_run, soak_report
 from bench.app_run import LakeRun, Page, Processes, launch, wait_for
 from bench.broker_soak import disk_mib
-from bench.command_line import log_to_terminal, stop_on_sigterm, tool_parser
+from bench.command_line import log_to_terminal, require_positive, stop_on_sigterm, tool_parser
 from bench.report import machine
 from bench.sampling import GoldWatcher
 from bench.soak_report import Sample, SoakRun
@@ -69,9 +69,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = build_parser()
     args = parser.parse_args(argv)
     args.argv = argv
-    for name in ("minutes", "rate", "sample_seconds"):
-        if getattr(args, name) <= 0:
-            parser.error(f"--{name.replace('_', '-')} must be positive")
+    require_positive(parser, args, "minutes", "rate", "sample_seconds")
     if args.minutes < 2:
         parser.error("--minutes must be 2 or more (the windows start after minute 1)")
     if args.broker_retention is not None:
