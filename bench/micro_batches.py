@@ -20,8 +20,9 @@ from streaming.medallion.silver import arrow as silver
 from streaming.simulation.market import SYMBOLS, late_delay, make_trade
 from streaming.sink.gold_step import gold_rows
 
-# Compaction off, for every writer alike (delta_writers.py's docstring says why).
-SILVER = dataclasses.replace(tables.SILVER, compact_every=None)
+# Compaction off, for every writer alike (delta_writers.py's docstring says why); no day
+# partitions either: a batch's trades are of one day, so each writer writes the same one file.
+SILVER = dataclasses.replace(tables.SILVER, compact_every=None, day_of=None)
 GOLD = dataclasses.replace(tables.GOLD, compact_every=None)
 TOPIC = "trades"
 PARTITIONS = 3

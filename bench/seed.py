@@ -187,7 +187,7 @@ def _append(lake: Lake, table: Table, rows: pa.Table, chunk: int) -> None:
     opened = lake.open(table)
     assert opened is not None  # made by ensure()
     size = int(table.compact_to * COMPACTED_SHARE) if table.compact_to else None
-    write_deltalake(opened, rows, mode="append", target_file_size=size, commit_properties=commit)
+    write_deltalake(opened, table.stored_rows(rows), mode="append", target_file_size=size, commit_properties=commit)
 
 
 def table_bytes(lake: Lake, table: Table) -> int:
@@ -233,7 +233,7 @@ def seed_lake(data_dir: Path, plan: SeedPlan, chunk: int = 1_000_000) -> SeedRes
     lake.publish(tables.GOLD, gold_rows(gold, 0, plan.wall_end), Batch(SEED_WRITER, 0))
     result.windows = gold.num_rows
     for table in (tables.BRONZE, tables.SILVER):
-        settle(lake, table)
+        settle(lake, table, plan.wall_end.date())
     result.seconds = time.perf_counter() - began
     for table in (tables.BRONZE, tables.SILVER, tables.GOLD):
         result.bytes[table.name] = table_bytes(lake, table)
@@ -244,12 +244,14 @@ def seed_lake(data_dir: Path, plan: SeedPlan, chunk: int = 1_000_000) -> SeedRes
     return result
 
 
-def settle(lake: Lake, table: Table) -> None:
-    """What the pipeline's own compaction and vacuum would have left: each chunk's last, smaller
-    file folded into its neighbours, by the table's own compaction, and the files it replaced deleted."""
+def settle(lake: Lake, table: Table, today: date) -> None:
+    """What the pipeline's own compaction, roll and vacuum would have left: each chunk's last,
+    smaller file folded into its neighbours, the closed days rolled into large files, and the
+    files they replaced deleted."""
     opened = lake.open(table)
     assert opened is not None
     opened.optimize.compact(target_size=table.compact_to)
+    lake.roll_closed_days(table, today)
     compacted = lake.open(table)
     assert compacted is not None
     compacted.vacuum(retention_hours=0, dry_run=False, enforce_retention_duration=False, full=True)

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from streaming.lake.locations import arrow_filesystem
+from streaming.lake.locations import arrow_filesystem, is_remote
 
 # Strings longer than this get no min/max (a truncated max would be wrong, and ids gain nothing).
 MAX_STAT_STRING = 32
@@ -32,10 +32,15 @@ MAX_STAT_STRING = 32
 class DataFile:
     """A Parquet file written into a table's location, not yet committed."""
 
-    path: str  # relative to the table's location
+    path: str  # relative to the table's location: under `column=value/` for each partition column
     size: int
     rows: int
     stats: str  # Delta's per-file statistics, as JSON
+
+    @property
+    def partition_values(self) -> dict[str, str]:
+        """The partition the file lies in, as its directories name it (Delta's own layout)."""
+        return dict(part.split("=", 1) for part in self.path.split("/")[:-1])
 
 
 def _iso_ms(value: datetime, round_up: bool) -> str:
@@ -77,11 +82,17 @@ def written_by() -> str:
     return json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "cwd": os.getcwd()})
 
 
-def write_file(location: str, rows: pa.Table, storage_options: Mapping[str, str] | None = None) -> DataFile:
-    """Write `rows` as one new Parquet file under the table's `location`."""
-    name = f"part-{uuid.uuid4()}-c000.snappy.parquet"
+def write_file(location: str, rows: pa.Table, storage_options: Mapping[str, str] | None = None,
+               partition: Mapping[str, str] | None = None) -> DataFile:
+    """Write `rows` as one new Parquet file under the table's `location`, in the directory of
+    `partition` (column -> value, as text) if the table is partitioned; the rows hold the data
+    columns only, a partition's value is the log's."""
+    name = "".join(f"{column}={value}/" for column, value in (partition or {}).items())
+    name += f"part-{uuid.uuid4()}-c000.snappy.parquet"
     filesystem, root = arrow_filesystem(location, storage_options)
     path = f"{root.rstrip('/')}/{name}" if root else name
+    if partition and not is_remote(location):
+        filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
     metadata = {**(rows.schema.metadata or {}), WRITTEN_BY: written_by().encode()}
     pq.write_table(rows.replace_schema_metadata(metadata), path, filesystem=filesystem, compression="snappy")
     size = filesystem.get_file_info(path).size

@@ -8,9 +8,9 @@ removed (a compaction or a MERGE rewrites rows as remove + add), and keeps the r
 of one day pays for that day's new files, not for the table, however old the lake is.
 
 Files are read as plain Parquet through pyarrow, from a local disk or through deltalake's own
-object store (`locations.arrow_filesystem`). What a plain Parquet read would get wrong (deletion
-vectors, partition values, files outside the table's directory) is read whole instead, through
-delta-rs's engine, bounded by the span all the same.
+object store (`locations.arrow_filesystem`), a partition column's value taken from the log. What a
+plain Parquet read would get wrong (deletion vectors, files outside the table's directory) is read
+whole instead, through delta-rs's engine, bounded by the span all the same.
 """
 
 from __future__ import annotations
@@ -72,13 +72,12 @@ class LiveFile:
     path: str
     low: datetime | None = None
     high: datetime | None = None
+    partition: tuple[tuple[str, object], ...] = ()  # (column, value) of each partition column
 
 
 def live_files(opened: DeltaTable, column: str | None = None) -> list[LiveFile] | None:
     """The table's data files at its open version, with the min/max of `column`; None when its
     files cannot be read one by one as plain Parquet (see the module's docstring)."""
-    if opened.metadata().partition_columns:
-        return None  # partition values live in the log, not in the files
     actions = pa.table(opened.get_add_actions(flatten=True))
     vectors = [name for name in actions.column_names if name.startswith("deletionVector")]
     features = opened.protocol().reader_features or []
@@ -90,7 +89,10 @@ def live_files(opened: DeltaTable, column: str | None = None) -> list[LiveFile] 
         return None  # a file outside the table's directory (a shallow clone's)
     lows = _stats(actions, f"min.{column}")
     highs = _stats(actions, f"max.{column}")
-    return [LiveFile(path, low, high) for path, low, high in zip(paths, lows, highs)]
+    partitions = [tuple(zip(opened.metadata().partition_columns, values)) for values in
+                  zip(*(actions[f"partition.{c}"].to_pylist() for c in opened.metadata().partition_columns))]
+    return [LiveFile(path, low, high, partition) for path, low, high, partition in
+            zip(paths, lows, highs, partitions or [()] * len(paths))]
 
 
 def _stats(actions: pa.Table, name: str) -> list:
@@ -150,12 +152,12 @@ class FileIncrements(Generic[T]):
             self.parts = {WHOLE_READ: self.derive(self._read_whole(version))}
             self.version, self.table_id = version, table_id
             return True
-        wanted = [f.path for f in files if self.span is None or self.span.overlaps(f.low, f.high)]
-        parts = {path: self.parts[path] for path in wanted if path in self.parts}
+        wanted = [f for f in files if self.span is None or self.span.overlaps(f.low, f.high)]
+        parts = {f.path: self.parts[f.path] for f in wanted if f.path in self.parts}
         changed = forgotten or len(parts) != len(self.parts)
-        for path in wanted:
-            if path not in parts:
-                parts[path] = self.derive(self._read_file(path))
+        for file in wanted:
+            if file.path not in parts:
+                parts[file.path] = self.derive(self._read_file(file))
                 changed = True
         self.parts, self.version, self.table_id = parts, version, table_id
         return changed
@@ -168,14 +170,20 @@ class FileIncrements(Generic[T]):
         where = self.span.where() if self.span is not None else None
         return self.lake.read(self.table, self.columns, where, version=version)
 
-    def _read_file(self, path: str) -> pa.Table:
+    def _read_file(self, file: LiveFile) -> pa.Table:
         self.files_read += 1
         filesystem, prefix = self._files()  # the log URI-encodes paths: unquoted below
         span = self.span
+        partition = dict(file.partition)
+        in_file = pa.schema([f for f in self.read_schema if f.name not in partition])
         # The table's schema: a column the file lacks (added since it was written) reads as nulls.
-        rows = pq.read_table(prefix + unquote(path), filesystem=filesystem, schema=self.read_schema,
-                             columns=self.read_schema.names,
-                             filters=None if span is None else span.rows(self.read_schema.field(span.column).type))
+        rows = pq.read_table(prefix + unquote(file.path), filesystem=filesystem, schema=in_file,
+                             columns=in_file.names,
+                             filters=None if span is None else span.rows(in_file.field(span.column).type))
+        for name in self.read_schema.names:
+            if name in partition:
+                field = self.read_schema.field(name)
+                rows = rows.append_column(field, pa.repeat(pa.scalar(partition[name], field.type), rows.num_rows))
         return rows.select(self.columns)
 
     def _files(self) -> tuple:

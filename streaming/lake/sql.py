@@ -3,7 +3,7 @@ merges by (time ranges, Kafka offsets, ids). Only the lake builds SQL; the rest 
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from typing import Iterable, Sequence
 
 import pyarrow as pa
@@ -21,6 +21,8 @@ def sql_literal(value) -> str:
     if isinstance(value, datetime):
         iso = value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         return f"""arrow_cast('{iso}', 'Timestamp(Microsecond, Some("UTC"))')"""
+    if isinstance(value, date):
+        return f"DATE '{value.isoformat()}'"
     if isinstance(value, str):
         return "'" + value.replace("'", "''") + "'"
     return str(value)
@@ -64,13 +66,14 @@ def in_offset_ranges(ranges: pa.Table) -> str:
 
 
 def key_ranges(rows: pa.Table, keys: Sequence[str]) -> list[str]:
-    """`t.k >= low AND t.k <= high` over the source's range of each integer or time key (offsets,
-    batch ids, event times): only a target row inside it can match, and delta-rs then reads
-    just the files whose statistics overlap it instead of the whole table, which grows all day."""
+    """`t.k >= low AND t.k <= high` over the source's range of each integer, time or day key
+    (offsets, batch ids, event times, partitions): only a target row inside it can match, and
+    delta-rs then reads just the partitions and files whose statistics overlap it instead of the
+    whole table, which grows all day."""
     conditions = []
     for key in keys:
         kind = rows.schema.field(key).type
-        if pa.types.is_integer(kind) or pa.types.is_timestamp(kind):
+        if pa.types.is_integer(kind) or pa.types.is_timestamp(kind) or pa.types.is_date(kind):
             low, high = pc.min_max(rows[key]).values()
             if low.is_valid:
                 conditions.append(f"t.{quote(key)} >= {sql_literal(low.as_py())} "

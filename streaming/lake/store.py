@@ -24,6 +24,7 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
 
@@ -34,11 +35,11 @@ from deltalake.exceptions import TableNotFoundError
 from deltalake.schema import Field as DeltaField
 from deltalake.transaction import AddAction
 
-from streaming.lake import tables
-from streaming.lake.files import DataFile
+from streaming.lake import layout, tables
+from streaming.lake.files import DataFile, write_file
 from streaming.lake.locations import is_remote, local_path
 from streaming.lake.sql import key_ranges, quote
-from streaming.lake.tables import Table, Write, same_values
+from streaming.lake.tables import DAY, Table, Write, same_values
 from streaming.rows import one_per_key
 
 log = logging.getLogger(__name__)
@@ -105,8 +106,6 @@ _locks_guard = threading.Lock()
 # at Delta's default of one per 100 commits a micro-batch's commits grew from 25 to 100 ms
 # between two checkpoints (docs/performance.md#freshness).
 CHECKPOINT_INTERVAL = "10"
-# The writer vacuums every this many compactions (Lake._compact_now_and_then).
-VACUUM_EVERY = 10
 
 
 def table_properties(table: Table) -> dict[str, str]:
@@ -157,22 +156,26 @@ class Lake:
         return opened
 
     def ensure(self, table: Table) -> None:
-        """Create the table empty, so that readers find it from the start; add the columns a
-        newer schema has to a table made by an older version, and the properties it lacks."""
+        """Create the table empty, so that readers find it from the start; bring a table made by
+        an older version up to the catalog: its partitions, the columns it lacks, its properties."""
         wanted = table_properties(table)
         opened = self.open(table)
         if opened is None:
             location = self.location(table)
             if not is_remote(location):
                 local_path(location).mkdir(parents=True, exist_ok=True)
-            DeltaTable.create(location, table.schema, mode="ignore", configuration=wanted,
-                              storage_options=self.storage_options)
+            DeltaTable.create(location, table.stored_schema, mode="ignore", partition_by=list(table.partition_by),
+                              configuration=wanted, storage_options=self.storage_options)
             return
+        if list(opened.metadata().partition_columns) != list(table.partition_by):
+            layout.repartition(table, opened)
+            opened = self.open(table)
+            assert opened is not None  # just rewritten
         properties = opened.metadata().configuration
         if any(properties.get(key) != value for key, value in wanted.items()):
             opened.alter.set_table_properties(wanted)
         present = set(opened.schema().to_arrow().names)
-        missing = [DeltaField.from_arrow(f) for f in table.schema if f.name not in present]
+        missing = [DeltaField.from_arrow(f) for f in table.stored_schema if f.name not in present]
         if missing:
             log.info("adding columns %s to %s", [f.name for f in missing], table.name)
             opened.alter.add_columns(missing)
@@ -304,7 +307,7 @@ class Lake:
             return False  # an empty commit would still record the batch, but there is nothing to do
         write = write or table.write
         # MERGE rejects a source with two rows for one key.
-        rows = one_per_key(rows.select(table.columns).cast(table.schema), table.keys,
+        rows = one_per_key(table.stored_rows(rows), table.keys,
                            keep="last" if write in (Write.UPSERT, Write.ADD) else "first")
         commit = CommitProperties(app_transactions=[Transaction(app_id=batch.app_id(table), version=int(batch.id))])
         with self._lock(table):
@@ -315,10 +318,21 @@ class Lake:
             if opened is None or (write is Write.APPEND_ONCE_PER_BATCH and self._own_batch(rows, batch)):
                 self._append(table, opened, rows, commit)
             else:
-                self._merge(table, opened, rows, commit, write, narrow)
+                with layout.rewriting(self.location(table)):
+                    self._merge(table, opened, rows, commit, write, narrow)
             if table.compact_every:
                 self._compact_now_and_then(table)
         return True
+
+    def write_files(self, table: Table, rows: pa.Table) -> list[DataFile]:
+        """Write `rows` (the table's columns) as new Parquet files into the table's location, one
+        per partition they fall in, for `commit_files` to add: what a Spark task does."""
+        rows = table.stored_rows(rows)
+        if not table.day_of:
+            return [write_file(self.location(table), rows, self.storage_options)]
+        return [write_file(self.location(table), rows.filter(pc.equal(rows[DAY], day)).drop_columns([DAY]),
+                           self.storage_options, {DAY: day.as_py().isoformat()})
+                for day in pc.unique(rows[DAY])]
 
     def commit_files(self, table: Table, files: Sequence[DataFile], batch: Batch) -> bool:
         """Add files written into the table's location (files.write_file) in one commit that
@@ -336,8 +350,8 @@ class Lake:
             opened = self.open(table)
             assert opened is not None  # ensure() created it if it was not there
             opened.create_write_transaction(
-                [AddAction(f.path, f.size, {}, added_at, True, f.stats) for f in files],
-                mode="append", schema=table.schema, commit_properties=commit)
+                [AddAction(f.path, f.size, f.partition_values, added_at, True, f.stats) for f in files],
+                mode="append", schema=table.stored_schema, commit_properties=commit)
             if table.compact_every:
                 self._compact_now_and_then(table)
         return True
@@ -353,6 +367,7 @@ class Lake:
         if opened is None and not is_remote(location):
             local_path(location).mkdir(parents=True, exist_ok=True)
         write_deltalake(opened if opened is not None else location, rows, mode="append", commit_properties=commit,
+                        partition_by=list(table.partition_by) or None,
                         storage_options=None if opened is not None else self.storage_options)
 
     @staticmethod
@@ -376,24 +391,8 @@ class Lake:
         merge.when_not_matched_insert_all().execute()
 
     def _compact_now_and_then(self, table: Table) -> None:
-        """Every `table.compact_every` versions, rewrite the table's small files into larger
-        ones (delta-rs OPTIMIZE). A table that gains a file per micro-batch is otherwise read a
-        file at a time by everyone who reads it, and its log's checkpoints list every one of
-        them. Every VACUUM_EVERY compactions, delete the files that no version in the log uses
-        and that are older than the table's history: what compactions replaced, and what a
-        crashed attempt wrote but never committed. Run by the writer, under the table's lock,
-        after its own batch's files are committed, so none of it conflicts with a write."""
-        every, opened = table.compact_every, self.open(table)
-        version = opened.version() if opened is not None else None
-        if not every or opened is None or version is None or version % every:
-            return
-        metrics = opened.optimize.compact(target_size=table.compact_to)
-        log.debug("compacted %s: %s files into %s", table.name, metrics.get("numFilesRemoved"),
-                  metrics.get("numFilesAdded"))
-        if version % (every * VACUUM_EVERY) == 0:
-            # Full: a checkpoint drops a replaced file's tombstone once it is older than the
-            # history, so a lite vacuum, which deletes only what the log lists, would miss it.
-            compacted = self.open(table)
-            assert compacted is not None  # it was there a moment ago, under our lock
-            removed = compacted.vacuum(dry_run=False, full=True)
-            log.debug("vacuumed %s: %d files", table.name, len(removed))
+        layout.compact_now_and_then(table, self.location(table), lambda: self.open(table))
+
+    def roll_closed_days(self, table: Table, today: date | None = None) -> list[date]:
+        """Rewrite the closed days' files into large ones now (layout.py); the days rolled."""
+        return layout.roll_closed_days(table, self.location(table), lambda: self.open(table), today)

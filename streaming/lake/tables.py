@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 UTC_TIME = pa.timestamp("us", tz="UTC")
 # Every table gains a small file in most micro-batches and is compacted by its writer every so
@@ -23,6 +24,14 @@ UTC_TIME = pa.timestamp("us", tz="UTC")
 COMPACT_EVERY = 20
 STREAM_COMPACT_EVERY = 100
 STREAM_FILE_BYTES = 8 * 2**20
+# Bronze and silver are partitioned by day. The days still written to (today and yesterday,
+# which late trades reach) are compacted as above; a day before them is closed: its files are
+# rolled into files this large, so that a month's live files, which every commit through
+# delta-rs pays for, stay some hundreds (docs/operations.md#sizing-a-month).
+CLOSED_DAY_FILE_BYTES = 256 * 2**20
+OPEN_DAYS = 2
+# The partition column: the UTC date of the table's `day_of` time.
+DAY = "day"
 # Corrections and too-late trades gain rows with every late trade, for ever, and the page reads
 # one day of them by the files' statistics: compacted into small files, a day stays in a few.
 DAY_FILE_BYTES = 256 * 2**10
@@ -69,15 +78,33 @@ class Table:
     # Delta's interval: the log, and the files a compaction replaced, are kept this long.
     history: str = HISTORY
     sums: tuple[str, ...] = ()  # ADD: the columns added to the table's values
-
+    # Partitioned by DAY, the UTC date of this time column: stored beside `schema`'s columns,
+    # added by the lake as rows are written, read by those who ask for it.
+    day_of: str | None = None
 
     @property
     def columns(self) -> list[str]:
         return self.schema.names
 
+    @property
+    def partition_by(self) -> tuple[str, ...]:
+        return (DAY,) if self.day_of else ()
+
+    @property
+    def stored_schema(self) -> pa.Schema:
+        """The Delta table's schema: its columns and its partition column."""
+        return self.schema.append(pa.field(DAY, pa.date32())) if self.day_of else self.schema
+
     def schema_of(self, columns: Sequence[str]) -> pa.Schema:
-        """The schema of these of its columns, in this order."""
-        return pa.schema([self.schema.field(c) for c in columns])
+        """The schema of these of its columns (the partition column too), in this order."""
+        return pa.schema([self.stored_schema.field(c) for c in columns])
+
+    def stored_rows(self, rows: pa.Table) -> pa.Table:
+        """Rows in the table's columns as they are stored: with their day, if it is partitioned."""
+        rows = rows.select(self.columns).cast(self.schema)
+        if not self.day_of:
+            return rows
+        return rows.append_column(DAY, pc.cast(rows[self.day_of], pa.date32()))
 
 
 def same_values(columns: tuple[str, ...]) -> str:
@@ -95,8 +122,8 @@ BRONZE = Table(
         ("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()), ("partition", pa.int32()),
         ("offset", pa.int64()), ("timestamp", UTC_TIME), ("ingested_at", UTC_TIME),
     ]),
-    keys=(*KAFKA_RECORD, "timestamp"), write=Write.FIRST_COPY_WINS,
-    compact_every=STREAM_COMPACT_EVERY, compact_to=STREAM_FILE_BYTES,
+    keys=(*KAFKA_RECORD, "timestamp"), write=Write.FIRST_COPY_WINS, narrow_on=(DAY,),
+    compact_every=STREAM_COMPACT_EVERY, compact_to=STREAM_FILE_BYTES, day_of="timestamp",
 )
 
 SILVER = Table(
@@ -111,7 +138,8 @@ SILVER = Table(
     # replaces its own row with the new parse. A redelivered copy has its first copy's event
     # time too, so the MERGE looks for it only among the batch's event times.
     keys=("trade_id",), write=Write.FIRST_COPY_WINS, replace_when=same_values(KAFKA_RECORD),
-    narrow_on=("event_time",), compact_every=STREAM_COMPACT_EVERY, compact_to=STREAM_FILE_BYTES,
+    narrow_on=(DAY, "event_time"), compact_every=STREAM_COMPACT_EVERY, compact_to=STREAM_FILE_BYTES,
+    day_of="event_time",
 )
 
 # The raw value stays binary: it may not be UTF-8, and Arrow readers reject invalid strings.

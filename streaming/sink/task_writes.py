@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streaming.lake.files import DataFile, write_file
+from streaming.lake.files import DataFile
 from streaming.lake.lookups import offset_ranges
 from streaming.lake.store import Lake
 from streaming.lake.tables import BRONZE, QUARANTINE, SILVER, UTC_TIME, Table
@@ -114,9 +114,9 @@ class ShareWriter:
         # Without silver at hand: the driver tells from the new ids' hashes whether silver held any.
         rows, new = screened(rows, self.plan.latest_seen, self.plan.max_event_time_jump)
         results = [_result(READ, payload=to_ipc(offset_ranges(rows))),
-                   self.write(BRONZE, bronze_rows(rows)),
-                   self.write(QUARANTINE, quarantine_rows(rows)),
-                   self.write(SILVER, new)]
+                   *self.write(BRONZE, bronze_rows(rows)),
+                   *self.write(QUARANTINE, quarantine_rows(rows)),
+                   *self.write(SILVER, new)]
         late = too_late(new, self.plan.watermark)
         results += [
             _result(SUMS, payload=to_ipc(window_sums(new.filter(pc.invert(late)), self.plan.window))),
@@ -128,11 +128,10 @@ class ShareWriter:
         ]
         yield pa.RecordBatch.from_pylist([r for r in results if r is not None], schema=RESULT_COLUMNS)
 
-    def write(self, table: Table, rows: pa.Table) -> dict | None:
+    def write(self, table: Table, rows: pa.Table) -> list[dict]:
         if rows.num_rows == 0:
-            return None
-        return _result(FILE, table.name, write_file(self.lake.location(table), rows.select(table.columns),
-                                                     self.plan.storage_options))
+            return []
+        return [_result(FILE, table.name, file) for file in self.lake.write_files(table, rows)]
 
 
 class TaskResults:

@@ -61,8 +61,9 @@ def writers_of(lake: Lake, table, options: dict) -> list[dict]:
     """Who wrote each file of the table (the Parquet metadata the task puts in)."""
     filesystem, _ = arrow_filesystem(lake.location(table), options)
     found = []
+    location = lake.location(table).rstrip("/") + "/"
     for path in DeltaTable(lake.location(table), storage_options=options).file_uris():
-        name = path.rsplit("/", 1)[1]
+        name = path.removeprefix(location)  # under its day's directory, in bronze and silver
         metadata = pq.read_metadata(name, filesystem=filesystem).metadata or {}
         found.append(json.loads(metadata.get(WRITTEN_BY, b"{\"cwd\": \"(not written by a task)\"}")))
     return found

@@ -1,0 +1,180 @@
+"""How the tables' files are laid out and kept few: partitions, compaction, vacuum, the roll of
+closed days.
+
+Every table gains a small file in most micro-batches. Its writer compacts it every so many
+versions (`Table.compact_every`) into files of `Table.compact_to`, under the table's lock, after
+its own batch is committed, so none of it conflicts with a write; every VACUUM_EVERY compactions
+it vacuums too.
+
+A table partitioned by day (bronze, silver) is compacted so too, partition by partition. Its
+open days (the newest day and the one before, which late trades reach) gain files all day; a
+day before them is closed, and *rolled*: its files rewritten into files of
+CLOSED_DAY_FILE_BYTES, once, by a background thread, so the table's live files, which
+every commit through delta-rs pays for, stay a few per day however old the lake is. A roll
+rewrites gigabytes: it holds the table's rewrite lock, not its write lock, so the pipeline's
+appends go on meanwhile (Delta lets an append and a compaction of other files commit in either
+order); a MERGE, which may remove files, takes the rewrite lock too and waits for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from datetime import date, datetime, timedelta, timezone
+from typing import Callable, Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import DeltaTable, QueryBuilder, write_deltalake
+
+from streaming.lake.sql import quote
+from streaming.lake.tables import CLOSED_DAY_FILE_BYTES, DAY, OPEN_DAYS, Table
+
+log = logging.getLogger(__name__)
+
+# The writer vacuums every this many compactions.
+VACUUM_EVERY = 10
+Opener = Callable[[], "DeltaTable | None"]
+
+_rewrite_locks: dict[str, threading.Lock] = {}
+_rolling: set[str] = set()  # the locations a background roll is running for
+_guard = threading.Lock()
+
+
+@contextlib.contextmanager
+def rewriting(location: str, wait: bool = True) -> Iterator[bool]:
+    """Hold the lock of whoever removes files of the table at `location` (a MERGE, a
+    compaction, a roll); yields False, holding nothing, if `wait` is False and it is taken."""
+    with _guard:
+        lock = _rewrite_locks.setdefault(location, threading.Lock())
+    got = lock.acquire(blocking=wait)
+    try:
+        yield got
+    finally:
+        if got:
+            lock.release()
+
+
+def first_open_day(newest: date | None, today: date | None = None) -> date:
+    """The first day still written to, the days before it closed: the day before the table's
+    newest (data from the past, a benchmark's or a load's, stays open while it is written), or
+    before today if that is older (one trade dated tomorrow does not close today)."""
+    today = today or datetime.now(timezone.utc).date()
+    return min(today, newest or today) - timedelta(days=OPEN_DAYS - 1)
+
+
+def compact_now_and_then(table: Table, location: str, open_table: Opener) -> None:
+    """Every `table.compact_every` versions, rewrite the table's small files (partition by
+    partition, if it has days) into files of `table.compact_to`. Every VACUUM_EVERY compactions, delete
+    the files no version in the log uses that are older than the table's history (what
+    compactions replaced, and what a crashed attempt wrote but never committed), and start a
+    roll of the closed days. Called by the writer, under the table's lock."""
+    every, opened = table.compact_every, open_table()
+    version = opened.version() if opened is not None else None
+    if not every or opened is None or version is None or version % every:
+        return
+    with rewriting(location, wait=not table.day_of) as free:
+        if not free:
+            log.debug("not compacting %s: a roll of its closed days is rewriting it", table.name)
+            return
+        metrics = opened.optimize.compact(target_size=table.compact_to)
+    log.debug("compacted %s: %s files into %s", table.name, metrics.get("numFilesRemoved"),
+              metrics.get("numFilesAdded"))
+    if version % (every * VACUUM_EVERY) == 0:
+        # Full: a checkpoint drops a replaced file's tombstone once it is older than the
+        # history, so a lite vacuum, which deletes only what the log lists, would miss it.
+        compacted = open_table()
+        assert compacted is not None  # it was there a moment ago, under our lock
+        removed = compacted.vacuum(dry_run=False, full=True)
+        log.debug("vacuumed %s: %d files", table.name, len(removed))
+        if table.day_of:
+            roll_in_background(table, location, open_table)
+
+
+def repartition(table: Table, opened: DeltaTable) -> None:
+    """Rewrite a table an older version made without the catalog's partitions, once, in one
+    commit that keeps its history and its recorded batches. Its rows stream through, so memory
+    does not grow with it; it takes as long as writing the table anew."""
+    started = time.perf_counter()
+    log.warning("%s is not partitioned by %s (made by an older version): rewriting its %d files so, once",
+                table.name, ", ".join(table.partition_by) or "nothing", len(opened.file_uris()))
+    present = set(opened.schema().to_arrow().names)
+    kept = [c for c in table.columns if c in present]
+
+    def stored(batches: Iterator) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            rows = pa.table(batch)
+            for name in table.columns:
+                if name not in present:  # a column added since: nulls, as a read of the old files gives
+                    field = table.schema.field(name)
+                    rows = rows.append_column(field, pa.nulls(rows.num_rows, field.type))
+            yield from table.stored_rows(rows).to_batches()
+
+    sql = f"SELECT {', '.join(quote(c) for c in kept)} FROM t"
+    rows = pa.RecordBatchReader.from_batches(table.stored_schema,
+                                             stored(QueryBuilder().register("t", opened).execute(sql)))
+    write_deltalake(opened, rows, mode="overwrite", schema_mode="overwrite",
+                    partition_by=list(table.partition_by) or None)
+    log.warning("%s rewritten in %.1f s", table.name, time.perf_counter() - started)
+
+
+def days_to_roll(files: pa.Table, before: date, file_bytes: int = CLOSED_DAY_FILE_BYTES) -> list[date]:
+    """The days before `before`, oldest first, with two files small enough to be one:
+    what a compaction into files of `file_bytes` would rewrite. `files`: a version's add
+    actions, flattened (a `partition.day` and a `size_bytes` column)."""
+    small = files.filter(pc.and_(pc.less(files[f"partition.{DAY}"], pa.scalar(before, pa.date32())),
+                                 pc.less(files["size_bytes"], file_bytes)))
+    days = []
+    for day in sorted(pc.unique(small[f"partition.{DAY}"]).to_pylist()):
+        sizes = sorted(small.filter(pc.equal(small[f"partition.{DAY}"], pa.scalar(day, pa.date32())))["size_bytes"]
+                       .to_pylist())
+        if len(sizes) > 1 and sizes[0] + sizes[1] <= file_bytes:
+            days.append(day)
+    return days
+
+
+def roll_closed_days(table: Table, location: str, open_table: Opener, today: date | None = None) -> list[date]:
+    """Rewrite the files of each closed day that could be fewer into files of
+    CLOSED_DAY_FILE_BYTES, a day per commit, oldest first; the days rolled."""
+    if not table.day_of:
+        return []
+    rolled = []
+    with rewriting(location):
+        opened = open_table()
+        if opened is None:
+            return []
+        files = pa.table(opened.get_add_actions(flatten=True))
+        newest = pc.max(files[f"partition.{DAY}"]).as_py() if files.num_rows else None
+        for day in days_to_roll(files, first_open_day(newest, today)):
+            started = time.perf_counter()
+            opened = open_table()
+            assert opened is not None  # the roll removes no table
+            # One thread: the pipeline's batches keep the other cores.
+            metrics = opened.optimize.compact(partition_filters=[(DAY, "=", day.isoformat())],
+                                              target_size=CLOSED_DAY_FILE_BYTES, max_concurrent_tasks=1)
+            log.info("rolled %s's closed day %s: %s files into %s in %.1f s", table.name, day,
+                     metrics.get("numFilesRemoved"), metrics.get("numFilesAdded"), time.perf_counter() - started)
+            rolled.append(day)
+    return rolled
+
+
+def roll_in_background(table: Table, location: str, open_table: Opener) -> None:
+    """Start a roll of the table's closed days in a thread of its own, unless one is running.
+    A daemon: a stop does not wait for it; what it wrote uncommitted, a vacuum removes."""
+    with _guard:
+        if location in _rolling:
+            return
+        _rolling.add(location)
+
+    def roll() -> None:
+        try:
+            roll_closed_days(table, location, open_table)
+        except Exception as error:  # noqa: BLE001 - a roll changes no data: the next one tries again
+            log.warning("rolling %s's closed days failed, to be tried again later: %s", table.name, error)
+        finally:
+            with _guard:
+                _rolling.discard(location)
+
+    threading.Thread(target=roll, name=f"roll-{table.name}", daemon=True).start()
