@@ -20,6 +20,7 @@ compaction leaves them, and prints the roll's time and the process's peak memory
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -107,6 +108,8 @@ def roll_figures(scratch: Path, trades: int) -> None:
     for start in range(0, trades, 1_000_000):
         rows = silver_rows(seed.parsed_rows(source.records(start, min(1_000_000, trades - start))))
         write_deltalake(lake.open(SILVER), SILVER.stored_rows(rows), mode="append", target_file_size=OPEN_FILE_BYTES)
+    live = silver_rows(seed.parsed_rows(seed.SeedTrades(dataclasses.replace(plan, last_day=today)).records(0, 1)))
+    write_deltalake(lake.open(SILVER), SILVER.stored_rows(live), mode="append")  # today's: the day is closed
     opened = lake.open(SILVER)
     files, size = len(opened.file_uris()), sum(opened.get_add_actions(flatten=True).column("size_bytes").to_pylist())
     peak_before = proc_kib(os.getpid(), "VmHWM")
@@ -119,13 +122,14 @@ def roll_figures(scratch: Path, trades: int) -> None:
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     started = time.perf_counter()
-    lake.roll_closed_days(SILVER)
+    rolled = lake.roll_closed_days(SILVER)
+    assert rolled == [plan.last_day], rolled
     seconds = time.perf_counter() - started
     sampling.set()
     sampler.join()
     after = lake.open(SILVER)
     print(f"roll of a closed day: {trades:,} trades, {files:,} files of {size / files / 1e6:.1f} MB -> "
-          f"{len(after.file_uris())} in {seconds:.1f} s ({size / seconds / 1e6:.0f} MB/s, one thread); "
+          f"{len(after.file_uris()) - 1} in {seconds:.1f} s ({size / seconds / 1e6:.0f} MB/s, one thread); "
           f"RSS {rss[0] / 1024:.0f} -> peak {max(rss) / 1024:.0f} MiB (the process's peak before: "
           f"{peak_before / 1024:.0f} MiB)", flush=True)
 
