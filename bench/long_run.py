@@ -26,7 +26,7 @@ from pathlib import Path
 from bench import app_run, seed
 from bench.app_run import LakeRun
 from bench.command_line import log_to_terminal, require_positive, stop_on_sigterm, tool_parser
-from bench.report import machine
+from bench.report import machine, write_section
 from bench.results import Results
 
 log = logging.getLogger("bench")
@@ -253,17 +253,7 @@ def section(args: argparse.Namespace, seeded: seed.SeedResult, empty: LakeRun, f
 
 def write(out: Path, text: str) -> Path:
     """Replace (or add at the end) the page's long-run section; every other section stays."""
-    out.mkdir(parents=True, exist_ok=True)
-    page = out / "benchmarks.md"
-    old = page.read_text() if page.exists() else "# Benchmarks\n"
-    start = old.find("\n" + HEADING)
-    if start < 0:
-        new = old.rstrip("\n") + "\n\n" + text
-    else:
-        end = old.find("\n## ", start + 1)
-        new = old[:start + 1] + text + ("\n" + old[end + 1:] if end >= 0 else "")
-    page.write_text(new.rstrip("\n") + "\n")
-    return page
+    return write_section(out, HEADING, text)
 
 
 def main(argv: list[str]) -> int:

@@ -22,7 +22,7 @@ log = logging.getLogger("bench")
 COMMAND = "python -m bench"
 # Sections other commands measure (python -m bench.broker_soak, python -m bench.delta_writers,
 # python -m bench --long-run, python -m bench --soak): a bench run carries them over.
-KEPT_SECTIONS = ("## Embedded broker: ", "## Delta writers: ", "## Long run: ", "## Soak: ")
+KEPT_SECTIONS = ("## Embedded broker: ", "## Delta writers: ", "## Long run: ", "## Soak: ", "## Live files: ")
 
 
 def summary_line(results: Results) -> str:
@@ -55,6 +55,22 @@ def kept_section(page: str) -> str:
             kept.append(page[start + 1:end if end >= 0 else len(page)].rstrip("\n") + "\n")
             start = page.find("\n" + heading, end) if end >= 0 else -1
     return "\n".join(kept)
+
+
+def write_section(out: Path, heading: str, text: str) -> Path:
+    """Replace (or add at the end) the page's section that begins with `heading` by `text`
+    (which has no "## " inside: the next section ends it); every other section stays."""
+    out.mkdir(parents=True, exist_ok=True)
+    page = out / "benchmarks.md"
+    old = page.read_text() if page.exists() else "# Benchmarks\n"
+    start = old.find("\n" + heading)
+    if start < 0:
+        new = old.rstrip("\n") + "\n\n" + text
+    else:
+        end = old.find("\n## ", start + 1)
+        new = old[:start + 1] + text + ("\n" + old[end + 1:] if end >= 0 else "")
+    page.write_text(new.rstrip("\n") + "\n")
+    return page
 
 
 def machine() -> dict[str, str]:

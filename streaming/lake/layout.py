@@ -12,8 +12,10 @@ day before them is closed, and *rolled*: its files rewritten into files of
 CLOSED_DAY_FILE_BYTES, once, by a background thread, so the table's live files, which
 every commit through delta-rs pays for, stay a few per day however old the lake is. A roll
 rewrites gigabytes: it holds the table's rewrite lock, not its write lock, so the pipeline's
-appends go on meanwhile (Delta lets an append and a compaction of other files commit in either
-order); a MERGE, which may remove files, takes the rewrite lock too and waits for it.
+appends and its MERGEs of open days that only insert (a redelivered trade's) go on meanwhile:
+Delta commits them and a compaction of other files in either order. A MERGE that may remove
+files (its commit would fail the roll's) or that reads a closed day (the roll's commit would
+fail it) takes the rewrite lock and waits, a day's roll at most.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ log = logging.getLogger(__name__)
 
 # The writer vacuums every this many compactions.
 VACUUM_EVERY = 10
+PAUSE_BETWEEN_DAYS = 0.5  # seconds a roll of several days lets go of the rewrite lock
 Opener = Callable[[], "DeltaTable | None"]
 
 _rewrite_locks: dict[str, threading.Lock] = {}
@@ -65,6 +68,13 @@ def first_open_day(newest: date | None, today: date | None = None) -> date:
     return min(today, newest or today) - timedelta(days=OPEN_DAYS - 1)
 
 
+def must_wait_for_roll(table: Table, rows: pa.Table, may_remove_files: bool) -> bool:
+    """Whether a MERGE of these rows (stored_rows) into the table must hold its rewrite lock."""
+    if not table.day_of or rows.num_rows == 0:
+        return False
+    return may_remove_files or pc.min(rows[DAY]).as_py() < first_open_day(None)
+
+
 def compact_now_and_then(table: Table, location: str, open_table: Opener) -> None:
     """Every `table.compact_every` versions, rewrite the table's small files (partition by
     partition, if it has days) into files of `table.compact_to`. Every VACUUM_EVERY compactions, delete
@@ -75,7 +85,7 @@ def compact_now_and_then(table: Table, location: str, open_table: Opener) -> Non
     version = opened.version() if opened is not None else None
     if not every or opened is None or version is None or version % every:
         return
-    with rewriting(location, wait=not table.day_of) as free:
+    with rewriting(location, wait=False) if table.day_of else contextlib.nullcontext(True) as free:
         if not free:
             log.debug("not compacting %s: a roll of its closed days is rewriting it", table.name)
             return
@@ -140,23 +150,25 @@ def roll_closed_days(table: Table, location: str, open_table: Opener, today: dat
     CLOSED_DAY_FILE_BYTES, a day per commit, oldest first; the days rolled."""
     if not table.day_of:
         return []
-    rolled = []
-    with rewriting(location):
-        opened = open_table()
-        if opened is None:
-            return []
-        files = pa.table(opened.get_add_actions(flatten=True))
-        newest = pc.max(files[f"partition.{DAY}"]).as_py() if files.num_rows else None
-        for day in days_to_roll(files, first_open_day(newest, today)):
-            started = time.perf_counter()
+    opened = open_table()
+    if opened is None:
+        return []
+    files = pa.table(opened.get_add_actions(flatten=True))
+    newest = pc.max(files[f"partition.{DAY}"]).as_py() if files.num_rows else None
+    rolled: list[date] = []
+    for day in days_to_roll(files, first_open_day(newest, today)):
+        if rolled:
+            time.sleep(PAUSE_BETWEEN_DAYS)  # a MERGE waiting for the lock gets it first
+        started = time.perf_counter()
+        with rewriting(location):
             opened = open_table()
             assert opened is not None  # the roll removes no table
             # One thread: the pipeline's batches keep the other cores.
             metrics = opened.optimize.compact(partition_filters=[(DAY, "=", day.isoformat())],
                                               target_size=CLOSED_DAY_FILE_BYTES, max_concurrent_tasks=1)
-            log.info("rolled %s's closed day %s: %s files into %s in %.1f s", table.name, day,
-                     metrics.get("numFilesRemoved"), metrics.get("numFilesAdded"), time.perf_counter() - started)
-            rolled.append(day)
+        log.info("rolled %s's closed day %s: %s files into %s in %.1f s", table.name, day,
+                 metrics.get("numFilesRemoved"), metrics.get("numFilesAdded"), time.perf_counter() - started)
+        rolled.append(day)
     return rolled
 
 

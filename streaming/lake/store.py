@@ -318,7 +318,9 @@ class Lake:
             if opened is None or (write is Write.APPEND_ONCE_PER_BATCH and self._own_batch(rows, batch)):
                 self._append(table, opened, rows, commit)
             else:
-                with layout.rewriting(self.location(table)):
+                may_remove = write in (Write.UPSERT, Write.ADD) or (table.replace_when is not None and not narrow)
+                with (layout.rewriting(self.location(table)) if layout.must_wait_for_roll(table, rows, may_remove)
+                      else contextlib.nullcontext()):
                     self._merge(table, opened, rows, commit, write, narrow)
             if table.compact_every:
                 self._compact_now_and_then(table)

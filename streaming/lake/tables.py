@@ -24,10 +24,10 @@ UTC_TIME = pa.timestamp("us", tz="UTC")
 COMPACT_EVERY = 20
 STREAM_COMPACT_EVERY = 100
 STREAM_FILE_BYTES = 8 * 2**20
-# Bronze and silver are partitioned by day. The days still written to (today and yesterday,
-# which late trades reach) are compacted as above; a day before them is closed: its files are
-# rolled into files this large, so that a month's live files, which every commit through
-# delta-rs pays for, stay some hundreds (docs/operations.md#sizing-a-month).
+# Bronze and silver are partitioned by day, and compacted as above. The OPEN_DAYS newest days
+# are still written to (late trades reach yesterday); a day before them is closed, and rolled
+# once into files this large, so that a month's live files, which every commit through
+# delta-rs pays for, stay a few thousand (layout.py, docs/operations.md#sizing-a-month).
 CLOSED_DAY_FILE_BYTES = 256 * 2**20
 OPEN_DAYS = 2
 # The partition column: the UTC date of the table's `day_of` time.

@@ -105,6 +105,7 @@ def test_which_closed_days_are_rolled():
     assert layout.days_to_roll(actions, open_day, file_bytes=120) == [older, old]
     assert layout.days_to_roll(files((older, 10)), open_day, file_bytes=100) == []  # one file: nothing to roll
     assert layout.first_open_day(TODAY, TODAY) == open_day
+    assert layout.first_open_day(None) == open_day
     assert layout.first_open_day(TODAY + timedelta(days=1), TODAY) == open_day  # a trade dated tomorrow
     assert layout.first_open_day(date(2026, 3, 2), TODAY) == date(2026, 3, 1)  # data of the past, written now
 
@@ -160,7 +161,9 @@ def test_appends_go_on_while_a_roll_rewrites_a_closed_day(tmp_path):
     for batch in range(20):  # the pipeline's task files, committed meanwhile, and a MERGE (a redelivery)
         rows = silver([f"new{batch}"], [at(TODAY, batch)], 1_000_000 + batch)
         assert lake.commit_files(SILVER, lake.write_files(SILVER, rows), Batch("app", batch))
-    assert lake.publish(SILVER, silver(["new0", "old0-0"], [at(TODAY, 0), at(closed, 0)], 1_000_000), Batch("m", 0))
+    # Redeliveries: of today's trades, merged meanwhile; of a closed day's too, after the roll of it.
+    assert lake.publish(SILVER, silver(["new0", "new1"], [at(TODAY, 0), at(TODAY, 1)], 1_000_100), Batch("m", 0))
+    assert lake.publish(SILVER, silver(["new0", "old0-0"], [at(TODAY, 0), at(closed, 0)], 1_000_200), Batch("m", 1))
     rolling.join()
 
     assert not failed and rolled == [closed]
@@ -209,3 +212,13 @@ def test_every_write_policy_of_a_partitioned_table_keeps_one_row_per_key(tmp_pat
     lake.publish(SILVER, rows, Batch("app", 0))
     lake.publish(SILVER, rows, Batch("app", 1), write=Write.UPSERT)
     assert sorted_ids(lake.read(SILVER)) == ["a", "b"]
+
+
+def test_a_merge_waits_for_a_roll_only_if_it_may_remove_files_or_reads_a_closed_day():
+    today = SILVER.stored_rows(silver(["a", "b"], [at(TODAY), at(TODAY - timedelta(days=1))]))
+    with_closed = SILVER.stored_rows(silver(["a", "b"], [at(TODAY), at(TODAY - timedelta(days=2))]))
+    assert not layout.must_wait_for_roll(SILVER, today, may_remove_files=False)  # a redelivery: inserts only
+    assert layout.must_wait_for_roll(SILVER, today, may_remove_files=True)  # a record read again: replaced
+    assert layout.must_wait_for_roll(SILVER, with_closed, may_remove_files=False)
+    unpartitioned = dataclasses.replace(SILVER, day_of=None)
+    assert not layout.must_wait_for_roll(unpartitioned, unpartitioned.stored_rows(with_closed), True)  # no roll
