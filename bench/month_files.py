@@ -27,7 +27,6 @@ import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
@@ -38,7 +37,7 @@ from deltalake.transaction import AddAction
 from bench import seed
 from bench.command_line import require_positive, tool_parser
 from bench.report import machine, write_section
-from bench.sampling import proc_kib
+from bench.sampling import Poller, proc_kib
 from streaming.lake.store import Lake
 from streaming.lake.tables import CLOSED_DAY_FILE_BYTES, DAY, OPEN_DAYS, SILVER
 from streaming.medallion.silver.arrow import silver_rows
@@ -102,6 +101,17 @@ def time_commits(table: DeltaTable, partitioned: bool, commits: int) -> list[flo
     return times
 
 
+class OwnRss(Poller):
+    """This process's RSS, every 0.2 s."""
+
+    def __init__(self):
+        super().__init__("own-rss", 0.2)
+        self.kib = [proc_kib(os.getpid(), "VmRSS")]
+
+    def tick(self) -> None:
+        self.kib.append(proc_kib(os.getpid(), "VmRSS"))
+
+
 def roll_figures(scratch: Path, trades: int) -> str:
     """Seed one closed day of silver in the open days' files, then roll it."""
     today = datetime.now(timezone.utc).date()
@@ -116,20 +126,13 @@ def roll_figures(scratch: Path, trades: int) -> str:
     opened = lake.open(SILVER)
     files, size = len(opened.file_uris()), sum(opened.get_add_actions(flatten=True).column("size_bytes").to_pylist())
     peak_before = proc_kib(os.getpid(), "VmHWM")
-    rss, sampling = [proc_kib(os.getpid(), "VmRSS")], threading.Event()
-
-    def sample() -> None:
-        while not sampling.wait(0.2):
-            rss.append(proc_kib(os.getpid(), "VmRSS"))
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
+    sampler = OwnRss().start()
     started = time.perf_counter()
     rolled = lake.roll_closed_days(SILVER)
     assert rolled == [plan.last_day], rolled
     seconds = time.perf_counter() - started
-    sampling.set()
-    sampler.join()
+    sampler.stop()
+    rss = sampler.kib
     after = lake.open(SILVER)
     return (f"roll of a closed day: {trades:,} trades, {files:,} files of {size / files / 1e6:.1f} MB -> "
             f"{len(after.file_uris()) - 1} in {seconds:.1f} s ({size / seconds / 1e6:.0f} MB/s, one thread); "

@@ -15,7 +15,7 @@ import threading
 from datetime import datetime
 
 from streaming.lake.store import Batch, Lake
-from streaming.lake.tables import DAY, Table, Write, same_values
+from streaming.lake.tables import Table, Write, same_values
 
 log = logging.getLogger(__name__)
 
@@ -72,13 +72,9 @@ class SparkLake:
         Lake's own writer."""
         write = write or table.write
         location = self.lake.spark_location(table)
-        if location is None:
+        if location is None or table.day_of:  # a table by day: its day is the Lake's to add (Table.stored_rows)
             return self.lake.publish(table, rows.toArrow(), batch, write=write, narrow=narrow)
         rows = rows.select(*table.columns)
-        if table.day_of:  # the UTC date: the pipeline's sessions run in UTC (spark_session.py)
-            from pyspark.sql import functions as F
-
-            rows = rows.withColumn(DAY, F.to_date(F.col(table.day_of)))
         with self.lake.writing(table):
             if self.lake.published(table, batch):
                 log.info("skipping %s batch %d of %s: already committed", table.name, batch.id, batch.writer)
@@ -122,7 +118,7 @@ class SparkLake:
         matched_on = (*table.keys, *(table.narrow_on if narrow else ()))
         merge = target.alias("t").merge(rows.alias("s"), spark_sql(same_values(matched_on)))
         if write in (Write.UPSERT, Write.ADD) or table.replace_when:
-            updates = {_name(c): f"s.{_name(c)}" for c in table.stored_schema.names if c not in table.keys}
+            updates = {_name(c): f"s.{_name(c)}" for c in table.columns if c not in table.keys}
             if write is Write.ADD:
                 updates.update({_name(c): f"t.{_name(c)} + s.{_name(c)}" for c in table.sums})
             updates.update({_name(c): f"t.{_name(c)} + 1" for c in table.bump})
