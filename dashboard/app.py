@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 import flask
 from dash import Dash
 
+from dashboard import api
 from dashboard.callbacks import register_callbacks
 from dashboard.context import PageContext, PageReaders
 from dashboard.layout import build_layout
@@ -54,13 +55,10 @@ def create_app(lake: Lake | str | Path, refresh_ms: int = 2000, simulator=None,
         return snapshot
 
     app.layout = layout
-    register_callbacks(app, PageContext(readers, status, simulator, reconciler, lake, SilverFilterValues(lake),
-                                        QuarantineReader(lake)))
-
-    @app.server.route("/api/status")
-    def api_status():
-        return flask.jsonify(status())
-
+    context = PageContext(readers, status, simulator, reconciler, lake, SilverFilterValues(lake),
+                          QuarantineReader(lake))
+    register_callbacks(app, context)
+    api.register(app.server, status, readers.history, lambda: next(iter(context.gold_days()), None))
     return app
 
 

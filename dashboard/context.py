@@ -17,24 +17,25 @@ from dashboard.data import (
     late_data,
     trading_days,
 )
-from dashboard.readers import DayReader, QuarantineReader, SilverFilterValues
+from dashboard.readers import DayReader, HistoryReader, QuarantineReader, SilverFilterValues
 from streaming.lake.store import Lake
 from streaming.lake.tables import CORRECTIONS, GOLD, LATE_TRADES
 
 
 @dataclass(frozen=True)
 class PageReaders:
-    """Gold whole (small: a row per window; the page needs all its days), and corrections and
-    too-late trades of one day at a time (they grow with every late trade)."""
+    """Gold whole (small: a row per window; the page needs all its days), and corrections,
+    too-late trades and gold's change history of one day at a time (they grow for ever)."""
 
     gold: TableReader
     corrections: DayReader
     late_trades: DayReader
+    history: HistoryReader
 
     @classmethod
     def of(cls, lake: Lake) -> PageReaders:
         return cls(TableReader(lake, GOLD, GOLD_COLUMNS), DayReader(lake, CORRECTIONS, CORRECTION_COLUMNS),
-                   DayReader(lake, LATE_TRADES, LATE_TRADE_COLUMNS))
+                   DayReader(lake, LATE_TRADES, LATE_TRADE_COLUMNS), HistoryReader(lake))
 
 
 @dataclass

@@ -3,7 +3,8 @@
 Each is built on the lake's `FileIncrements` (streaming/lake/increments.py): when a table's
 version changes, only the data files added since are read, the rows of the files removed are
 dropped. `DayReader` keeps one UTC day of a table for the last few days asked,
-`SilverFilterValues` the channels and symbols of a day of silver (data.TableReader, a whole
+`SilverFilterValues` the channels and symbols of a day of silver, `HistoryReader` a day of
+gold's change history (data.TableReader, a whole
 small table, is built the same way). Each hands
 back the same object until what it keeps has changed, so what is worked out from it can be kept
 too. Shared by every page: a lock lets one request read while the others wait for its answer.
@@ -21,7 +22,8 @@ import pyarrow.compute as pc
 
 from streaming.lake.increments import FileIncrements, Span, newest
 from streaming.lake.store import Lake
-from streaming.lake.tables import QUARANTINE, SILVER, Table
+from streaming.lake.tables import QUARANTINE, SILVER, SUMMARY_HISTORY, Table
+from streaming.medallion.history import in_change_order
 
 T = TypeVar("T")
 FEED_ROWS = 25  # the newest bad records shown, of one reason or of all
@@ -29,6 +31,7 @@ QUARANTINE_READ = ["reason", "topic", "partition", "offset", "kafka_timestamp", 
 VALUE_CHARS = 200  # a bad record's raw value is shown up to this many characters
 NEWEST_FIRST = [("ingested_at", "descending"), ("partition", "descending"), ("offset", "descending")]
 DAYS_KEPT = 2  # the live day and one more (a day picked, the time machine's)
+HISTORY_DAYS_KEPT = 4  # the history of the live day, the day played back and a few asked by /api/summary
 
 
 def frame_of(parts: Iterable[pa.Table], schema: pa.Schema) -> pd.DataFrame:
@@ -97,6 +100,38 @@ class DayReader:
             if kept.increments.refresh():
                 kept.frame = frame_of(kept.increments.parts.values(), self.schema)
             return kept.frame
+
+
+class _DayHistory:
+    def __init__(self, increments: FileIncrements[pa.Table]):
+        self.increments, self.ordered = increments, SUMMARY_HISTORY.schema.empty_table()
+
+
+class HistoryReader:
+    """gold/summary_history of one UTC day (by window_start) at a time, in change order
+    (medallion.history.in_change_order), for the last `days` days asked: a day's partition is
+    read once, then only its new files. The same table is handed back until the day changes."""
+
+    def __init__(self, lake: Lake, days: int = HISTORY_DAYS_KEPT):
+        self.lake = lake
+        self._lock = threading.Lock()
+        self._days: _Days[_DayHistory] = _Days(self._follow, days)
+
+    def _follow(self, day: str) -> _DayHistory:
+        span = Span.utc_day("window_start", day)
+        return _DayHistory(FileIncrements(self.lake, SUMMARY_HISTORY, SUMMARY_HISTORY.columns, span))
+
+    def read(self, day: str | None) -> pa.Table:
+        """The day's changes, by window and then in the order they were made; empty for no day."""
+        if not valid_day(day):
+            return SUMMARY_HISTORY.schema.empty_table()
+        assert day is not None
+        with self._lock:
+            kept = self._days.of(day)
+            if kept.increments.refresh():
+                kept.ordered = in_change_order(pa.concat_tables([SUMMARY_HISTORY.schema.empty_table(),
+                                                                 *kept.increments.parts.values()]))
+            return kept.ordered
 
 
 def channel_symbol_pairs(trades: pa.Table) -> pa.Table:

@@ -45,12 +45,14 @@ from streaming.lake.tables import (
     GOLD_WRITES,
     LATE_TRADES,
     SILVER,
+    SUMMARY_HISTORY,
     Table,
     Write,
 )
 from streaming.medallion import gold
 from streaming.medallion.corrections import correction_rows
 from streaming.medallion.gold import MEASURES
+from streaming.medallion.history import BACKFILL, change_rows
 
 BACKFILL_QUERY_ID = "backfill"
 _CENT = 0.005  # amounts are money: closer than half a cent is equal (float sums differ in order)
@@ -86,18 +88,20 @@ def compare(streamed: pd.DataFrame, recomputed: pd.DataFrame, too_late: pd.DataF
 
 
 def backfill_rows(current: pd.DataFrame, target: pd.DataFrame, watermark: datetime | None,
-                  now: datetime) -> tuple[pa.Table, pa.Table]:
-    """(corrections, gold rows) that set each `target` window (silver's values) in gold.
+                  now: datetime) -> tuple[pa.Table, pa.Table, pa.Table]:
+    """(corrections, history, gold rows) that set each `target` window (silver's values) in gold.
     `current`: gold's rows of those windows (absent = a window gold never had). A correction's
-    batch id is the window's revision before it, so a retried backfill writes the same key."""
+    and a change's batch id is the window's revision before it, so a retried backfill writes the
+    same keys."""
     before = current.set_index("window_start") if not current.empty else pd.DataFrame()
     known = [before.loc[start] if start in before.index else None for start in target["window_start"]]
     revisions = [int(old["revision"]) if old is not None else 0 for old in known]
     corrections = correction_rows(current, target, now, watermark, BACKFILL_QUERY_ID, revisions)
+    changes = change_rows(current, target, BACKFILL, now, BACKFILL_QUERY_ID, revisions)
     rows = [{"window_start": row.window_start, "window_end": row.window_end, **{m: getattr(row, m) for m in MEASURES},
              "revision": revision + 1, "updated_at": now, "batch_id": int(old["batch_id"]) if old is not None else None}
             for row, old, revision in zip(target.itertuples(index=False), known, revisions)]
-    return corrections, pa.Table.from_pylist(rows, schema=GOLD.schema)
+    return corrections, changes, pa.Table.from_pylist(rows, schema=GOLD.schema)
 
 
 @dataclass
@@ -219,11 +223,12 @@ class Reconciler(SparkJob):
             target = target.rename(columns={f"{m}_silver": m for m in MEASURES})
             target["trade_count"] = target["trade_count"].astype(int)
             now = datetime.now(timezone.utc)
-            corrections, rows = backfill_rows(current, target, watermark, now)
+            corrections, changes, rows = backfill_rows(current, target, watermark, now)
             # A backfill is not a stream batch: any new, larger version.
             batch = Batch(BACKFILL_QUERY_ID, time.time_ns() // 1000)
             # Spark-side work, so delta-spark MERGEs, recording the batch as the stream's writes do.
             self.spark_lake.publish(CORRECTIONS, self.spark.createDataFrame(corrections), batch)
+            self.spark_lake.publish(SUMMARY_HISTORY, self.spark.createDataFrame(changes), batch)
             self.spark_lake.publish(GOLD, self.spark.createDataFrame(rows), batch)
             # The too-late trades now in gold: later differences are explained by the others.
             folded = self._too_late(first, last, offsets)

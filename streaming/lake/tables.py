@@ -205,8 +205,22 @@ LATE_TRADES = Table(
     keys=("trade_id",), write=Write.FIRST_COPY_WINS, compact_every=COMPACT_EVERY, compact_to=DAY_FILE_BYTES,
 )
 
+# Gold's change history: a row per change of a window, its values after it, when and why
+# (medallion/history.py). Kept with the data, by the day of the window, so the chart as it
+# stood at any instant lasts as long as gold does, whatever Delta's log retention.
+SUMMARY_HISTORY = Table(
+    "gold/summary_history",
+    pa.schema([
+        ("window_start", UTC_TIME), ("window_end", UTC_TIME), ("buy_amount", pa.float64()),
+        ("sell_amount", pa.float64()), ("settlement_amount", pa.float64()), ("trade_count", pa.int64()),
+        ("changed_at", UTC_TIME), ("cause", pa.string()), ("batch_id", pa.int64()), ("query_id", pa.string()),
+    ]),
+    keys=("query_id", "batch_id", "window_start"), write=Write.APPEND_ONCE_PER_BATCH, compact_every=COMPACT_EVERY,
+    compact_to=DAY_FILE_BYTES, day_of="window_start",
+)
+
 # Every table, in the order their locks are taken (store.Lake.writing).
-ALL = (BRONZE, SILVER, QUARANTINE, GOLD, CORRECTIONS, BATCH_WATERMARKS, LATE_TRADES)
+ALL = (BRONZE, SILVER, QUARANTINE, GOLD, CORRECTIONS, BATCH_WATERMARKS, LATE_TRADES, SUMMARY_HISTORY)
 # The tables the sink's gold step writes as one step: a reader holding their locks (the
 # reconciliation, a backfill, the page) sees them all at the same batch.
-GOLD_WRITES = (GOLD, CORRECTIONS, BATCH_WATERMARKS, LATE_TRADES)
+GOLD_WRITES = (GOLD, CORRECTIONS, BATCH_WATERMARKS, LATE_TRADES, SUMMARY_HISTORY)

@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from streaming.lake.tables import CORRECTIONS
 from streaming.medallion.gold import MEASURES
+from streaming.medallion.history import past_windows
 
 
 def correction_rows(current: pd.DataFrame, changed: pd.DataFrame, corrected_at: datetime,
@@ -49,6 +50,5 @@ def find_corrections(current: pd.DataFrame, updated: pd.DataFrame, watermark: da
     """current: gold rows as they stand; updated: the batch's new rows for some windows."""
     if watermark is None or updated.empty:
         return CORRECTIONS.schema.empty_table()
-    seen_up_to = pd.Timestamp(watermark) + pd.Timedelta(delay)
-    past = updated[pd.to_datetime(updated["window_end"], utc=True) <= seen_up_to]
+    past = updated[past_windows(updated, watermark, delay)]
     return correction_rows(current, past, corrected_at, watermark, query_id, batch_id)

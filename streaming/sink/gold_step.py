@@ -1,5 +1,6 @@
 """The sink's gold step: the trades silver kept from a batch -> too-late trades, window sums added
-to gold (or windows recounted from silver), corrections for windows already past, and the ledger.
+to gold (or windows recounted from silver), corrections for windows already past, each window's
+change in gold's history, and the ledger.
 Gold's tables are written as one step under their locks (tables.GOLD_WRITES)."""
 
 from __future__ import annotations
@@ -13,9 +14,20 @@ import pyarrow.compute as pc
 from streaming.config import Settings
 from streaming.lake.lookups import rows_between
 from streaming.lake.store import Batch, Lake
-from streaming.lake.tables import BATCH_WATERMARKS, CORRECTIONS, GOLD, GOLD_WRITES, LATE_TRADES, SILVER, UTC_TIME, Write
+from streaming.lake.tables import (
+    BATCH_WATERMARKS,
+    CORRECTIONS,
+    GOLD,
+    GOLD_WRITES,
+    LATE_TRADES,
+    SILVER,
+    SUMMARY_HISTORY,
+    UTC_TIME,
+    Write,
+)
 from streaming.medallion.corrections import find_corrections
 from streaming.medallion.gold import MEASURES, window_starts, window_sums
+from streaming.medallion.history import REPLAY, change_rows, stream_causes
 from streaming.medallion.lateness import EPOCH, judged_watermark, late_trade_rows, too_late
 from streaming.medallion.replay import recount
 
@@ -96,10 +108,16 @@ class GoldStep:
         current = rows_between(self.lake, GOLD, "window_start", pc.min(sums["window_start"]).as_py(),
                                pc.max(sums["window_start"]).as_py()).to_pandas()
         after = sums.to_pandas() if write is Write.UPSERT else added(current, sums.to_pandas())
-        # Corrections before gold: they need the windows as they stood before this batch.
-        watermark = judged_watermark(ledger)
-        self.lake.publish(CORRECTIONS, find_corrections(current, after, watermark if watermark > EPOCH else None,
-                                                        self.settings.watermark, now, batch.id, batch.writer), batch)
+        judged = judged_watermark(ledger)
+        watermark, delay = (judged if judged > EPOCH else None), self.settings.watermark
+        causes = REPLAY if write is Write.UPSERT else stream_causes(after, watermark, delay)
+        # Corrections and history before gold: they need the windows as they stood before this
+        # batch, and a batch run again after a crash finds gold without it until gold's commit.
+        self.lake.at_once(
+            lambda: self.lake.publish(CORRECTIONS, find_corrections(current, after, watermark, delay, now, batch.id,
+                                                                    batch.writer), batch),
+            lambda: self.lake.publish(SUMMARY_HISTORY, change_rows(current, after, causes, now, batch.writer,
+                                                                   batch.id), batch))
         self.lake.publish(GOLD, gold_rows(sums, batch.id, now), batch, write=write)
 
     def recounted(self, kept: pa.Table) -> pa.Table:

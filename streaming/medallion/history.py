@@ -1,0 +1,123 @@
+"""Gold's change history: each change of a window as it was made, and gold as it stood at any
+instant (pure functions).
+
+Gold holds each window's values now. gold/summary_history holds a row per change of a window:
+its values after the change, when the change was made (the `updated_at` gold gives the window
+in the same step, taken just before gold's commit), the batch that made it and its cause. A
+window rewritten with the values it had (a replay, a recount) has no change. Gold as it stood at
+an instant is, for each window, its last change at or before that instant (`as_of`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from streaming.lake.tables import SUMMARY_HISTORY
+from streaming.medallion.gold import MEASURES
+
+# Why a window changed.
+ON_TIME = "on_time"  # trades of a window the watermark had not yet passed
+LATE = "late"  # trades within the watermark of a window already past: a correction
+BACKFILL = "backfill"  # a backfill set the window to silver's values (jobs/reconcile.py)
+REPLAY = "replay"  # records read again: the window recounted from silver (medallion/replay.py)
+CAUSES = (ON_TIME, LATE, BACKFILL, REPLAY)
+
+
+def past_windows(windows: pd.DataFrame, watermark: datetime | None, delay: timedelta) -> np.ndarray:
+    """Which windows the chart already showed as complete: the largest event time seen before
+    the batch (the watermark plus its delay) was at or beyond their end. None: no watermark yet."""
+    if watermark is None or windows.empty:
+        return np.zeros(len(windows), dtype=bool)
+    seen_up_to = pd.Timestamp(watermark) + pd.Timedelta(delay)
+    return (pd.to_datetime(windows["window_end"], utc=True) <= seen_up_to).to_numpy()
+
+
+def stream_causes(windows: pd.DataFrame, watermark: datetime | None, delay: timedelta) -> np.ndarray:
+    """The cause of each window's change by a stream batch that adds trades: late for a window
+    already past, on time otherwise."""
+    return np.where(past_windows(windows, watermark, delay), LATE, ON_TIME)
+
+
+def change_rows(current: pd.DataFrame, changed: pd.DataFrame, cause: str | Sequence[str], changed_at: datetime,
+                query_id: str, batch_id: int | Sequence[int]) -> pa.Table:
+    """A history row per window of `changed` (its values after the change) whose values differ
+    from `current`'s (gold's rows before it; a window gold lacks was 0). cause and batch_id: one
+    for all, or one per row of `changed`."""
+    count = len(changed)
+    causes = [cause] * count if isinstance(cause, str) else list(cause)
+    batches = [batch_id] * count if isinstance(batch_id, int) else [int(b) for b in batch_id]
+    if count == 0:
+        return SUMMARY_HISTORY.schema.empty_table()
+    before = current.set_index("window_start")[list(MEASURES)] if not current.empty else None
+    prior = (before.reindex(changed["window_start"]).fillna(0).to_numpy() if before is not None
+             else np.zeros((count, len(MEASURES))))
+    after = changed[list(MEASURES)].to_numpy(dtype=float)
+    differs = (prior != after).any(axis=1)
+    rows = changed.loc[differs, ["window_start", "window_end", *MEASURES]]
+    kept = np.flatnonzero(differs)
+    return pa.table({
+        **{name: rows[name].to_numpy() for name in ("window_start", "window_end", *MEASURES)},
+        "changed_at": [changed_at] * len(kept),
+        "cause": [causes[i] for i in kept],
+        "batch_id": [batches[i] for i in kept],
+        "query_id": [query_id] * len(kept),
+    }).cast(SUMMARY_HISTORY.schema)
+
+
+def in_change_order(history: pa.Table) -> pa.Table:
+    """The rows by window, and each window's changes in the order they were made."""
+    if history.num_rows == 0:
+        return history
+    return history.sort_by([("window_start", "ascending"), ("changed_at", "ascending"),
+                            ("batch_id", "ascending")])
+
+
+def as_of(ordered: pa.Table, instant: datetime | pd.Timestamp | None) -> pa.Table:
+    """Each window's last change at or before `instant` (all of them: None), by window start.
+    `ordered`: history rows in_change_order."""
+    if ordered.num_rows == 0:
+        return ordered
+    starts = ordered["window_start"].to_numpy()
+    made = ordered["changed_at"].to_numpy()
+    known = np.ones(len(made), dtype=bool) if instant is None else made <= _utc_micros(instant)
+    # Within a window the changes are in time order, so those known by then are its first ones.
+    last_known = known & np.append((starts[1:] != starts[:-1]) | ~known[1:], True)
+    return ordered.filter(pa.array(last_known))
+
+
+def revisions(ordered: pa.Table, window_start: datetime | pd.Timestamp) -> pa.Table:
+    """One window's changes, oldest first. `ordered`: history rows in_change_order."""
+    return ordered.filter(pc.equal(ordered["window_start"], pa.scalar(pd.Timestamp(window_start).to_pydatetime(),
+                                                                       ordered.schema.field("window_start").type)))
+
+
+def first_reported(ordered: pa.Table) -> pa.Table:
+    """Each corrected window (window_start and MEASURES) as the chart first showed it complete:
+    its values before its first change that was not on time (zeros if that was its first).
+    `ordered`: history rows in_change_order."""
+    if ordered.num_rows == 0:
+        return ordered.select(["window_start", *MEASURES])
+    starts = ordered["window_start"].to_numpy()
+    corrected = pc.not_equal(ordered["cause"], ON_TIME).to_numpy(zero_copy_only=False)
+    first_of_window = np.insert(starts[1:] != starts[:-1], 0, True)
+    group = np.cumsum(first_of_window) - 1
+    rows = np.flatnonzero(corrected)
+    _, first = np.unique(group[rows], return_index=True)  # each window's first correction
+    rows = rows[first]
+    before = rows - 1
+    from_zero = first_of_window[rows]
+    values = {m: np.where(from_zero, 0, ordered[m].to_numpy()[np.maximum(before, 0)]) for m in MEASURES}
+    schema = pa.schema([ordered.schema.field(name) for name in ("window_start", *MEASURES)])
+    return pa.table({"window_start": ordered["window_start"].take(pa.array(rows, pa.int64())), **values}).cast(schema)
+
+
+def _utc_micros(instant: datetime | pd.Timestamp) -> np.datetime64:
+    stamp = pd.Timestamp(instant)
+    stamp = stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+    return np.datetime64(stamp.tz_localize(None), "us")
