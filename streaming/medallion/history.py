@@ -38,10 +38,10 @@ def past_windows(windows: pd.DataFrame, watermark: datetime | None, delay: timed
     return (pd.to_datetime(windows["window_end"], utc=True) <= seen_up_to).to_numpy()
 
 
-def stream_causes(windows: pd.DataFrame, watermark: datetime | None, delay: timedelta) -> np.ndarray:
+def stream_causes(windows: pd.DataFrame, watermark: datetime | None, delay: timedelta) -> list[str]:
     """The cause of each window's change by a stream batch that adds trades: late for a window
     already past, on time otherwise."""
-    return np.where(past_windows(windows, watermark, delay), LATE, ON_TIME)
+    return [LATE if past else ON_TIME for past in past_windows(windows, watermark, delay)]
 
 
 def change_rows(current: pd.DataFrame, changed: pd.DataFrame, cause: str | Sequence[str], changed_at: datetime,
