@@ -121,12 +121,14 @@ class GoldStep:
         self.lake.publish(GOLD, gold_rows(sums, batch.id, now), batch, write=write)
 
     def recounted(self, kept: pa.Table) -> pa.Table:
-        """The windows these trades fall in, recounted from all of silver's trades in them."""
+        """The windows these trades fall in, recounted from all of silver's trades in them but
+        the too-late ones."""
         window = self.settings.window
         starts = pc.unique(window_starts(kept["event_time"], window))
         low, high = pc.min(starts).as_py(), pc.max(starts).as_py() + window
         trades = rows_between(self.lake, SILVER, "event_time", low, high, high_inclusive=False,
                               columns=["trade_id", "side", "amount", "event_time"])
-        late_ids = rows_between(self.lake, LATE_TRADES, "window_start", low, high, high_inclusive=False,
-                                columns=["trade_id"])["trade_id"]
-        return recount(trades, late_ids, starts, window)
+        late = rows_between(self.lake, LATE_TRADES, "window_start", low, high, high_inclusive=False,
+                            columns=["trade_id", "backfilled_at"])
+        # A too-late trade a backfill has put into gold counts: a recount keeps the backfill.
+        return recount(trades, late.filter(pc.is_null(late["backfilled_at"]))["trade_id"], starts, window)
