@@ -21,6 +21,8 @@ from streaming.jobs.bronze_replay import ReplayPlan, plan_replay, replay_from_br
 from streaming.jobs.spark_job import SparkJob
 from streaming.kafka.options import explain_kafka_failure, source_options
 from streaming.lake.store import Lake
+from streaming.lake.tables import SUMMARY_HISTORY
+from streaming.sink.gold_step import carry_over_history
 from streaming.sink.medallion_sink import MedallionSink
 from streaming.sink.task_writes import MAX_RECORDS_PER_SHARE
 
@@ -182,7 +184,9 @@ class Pipeline(SparkJob):
             self.checkpoints.remember_replay(self.settings.replay_from)
             log.info("replaying from Kafka time %s with fresh checkpoints%s", self.settings.replay_from.isoformat(),
                      f" (the old ones are kept in {moved})" if moved else "")
+        history_was_there = self.lake.open(SUMMARY_HISTORY) is not None
         self.lake.ensure_all()
+        carry_over_history(self.lake, history_was_there)
         if self.settings.replay_from is not None:
             self._replay = plan_replay(self.lake, self.settings, self.settings.replay_from)
             log.info("%s", said_where_from(self._replay))

@@ -52,9 +52,9 @@ from streaming.lake.tables import (
 from streaming.medallion import gold
 from streaming.medallion.corrections import correction_rows
 from streaming.medallion.gold import MEASURES
-from streaming.medallion.history import BACKFILL, change_rows
+from streaming.medallion.history import BACKFILL, BACKFILL_WRITER, change_rows
 
-BACKFILL_QUERY_ID = "backfill"
+BACKFILL_QUERY_ID = BACKFILL_WRITER
 _CENT = 0.005  # amounts are money: closer than half a cent is equal (float sums differ in order)
 
 

@@ -27,6 +27,8 @@ LATE = "late"  # trades within the watermark of a window already past: a correct
 BACKFILL = "backfill"  # a backfill set the window to silver's values (jobs/reconcile.py)
 REPLAY = "replay"  # records read again: the window recounted from silver (medallion/replay.py)
 CAUSES = (ON_TIME, LATE, BACKFILL, REPLAY)
+CARRIED_OVER = "carried-over"  # the writer of the history a lake from before it starts with
+BACKFILL_WRITER = "backfill"  # the query id a backfill writes corrections and changes as
 
 
 def past_windows(windows: pd.DataFrame, watermark: datetime | None, delay: timedelta) -> np.ndarray:
@@ -68,6 +70,36 @@ def change_rows(current: pd.DataFrame, changed: pd.DataFrame, cause: str | Seque
         "batch_id": [batches[i] for i in kept],
         "query_id": [query_id] * len(kept),
     }).cast(SUMMARY_HISTORY.schema)
+
+
+def carried_over(gold: pd.DataFrame, corrections: pd.DataFrame) -> pa.Table:
+    """The history a lake from before it starts with, from what it kept: each window as first
+    reported (before its first correction, just before it; else as it stands, at its last
+    update), then each correction's values after it, as the correction was made."""
+    first = corrections.sort_values(["corrected_at", "batch_id"]).drop_duplicates("window_start")
+    first = first.set_index("window_start")
+    reported = gold.set_index("window_start")[["window_end", *MEASURES, "updated_at"]].copy()
+    corrected = reported.index.isin(first.index)
+    for measure in MEASURES:
+        before = first[f"{measure}_before"].reindex(reported.index[corrected]).to_numpy()
+        reported[measure] = reported[measure].astype(float if measure != "trade_count" else "int64")
+        reported.loc[corrected, measure] = before
+    reported.loc[corrected, "updated_at"] = (first["corrected_at"].reindex(reported.index[corrected])
+                                             - pd.Timedelta(microseconds=1)).to_numpy()
+    reported = reported[(reported[list(MEASURES)] != 0).any(axis=1)].reset_index()  # a correction from 0
+    parts = [pa.table({
+        **{name: reported[name].to_numpy() for name in ("window_start", "window_end", *MEASURES)},
+        "changed_at": reported["updated_at"].to_numpy(), "cause": [ON_TIME] * len(reported),
+        "batch_id": [0] * len(reported), "query_id": [CARRIED_OVER] * len(reported)}).cast(SUMMARY_HISTORY.schema)]
+    if not corrections.empty:
+        parts.append(pa.table({
+            "window_start": corrections["window_start"].to_numpy(), "window_end": corrections["window_end"].to_numpy(),
+            **{m: corrections[f"{m}_after"].to_numpy() for m in MEASURES},
+            "changed_at": corrections["corrected_at"].to_numpy(),
+            "cause": [BACKFILL if q == BACKFILL_WRITER else LATE for q in corrections["query_id"]],
+            "batch_id": corrections["batch_id"].to_numpy(), "query_id": corrections["query_id"].to_numpy(),
+        }).cast(SUMMARY_HISTORY.schema))
+    return pa.concat_tables(parts)
 
 
 def in_change_order(history: pa.Table) -> pa.Table:

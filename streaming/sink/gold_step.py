@@ -5,6 +5,7 @@ Gold's tables are written as one step under their locks (tables.GOLD_WRITES)."""
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime, timezone
 
 import pandas as pd
@@ -27,9 +28,12 @@ from streaming.lake.tables import (
 )
 from streaming.medallion.corrections import find_corrections
 from streaming.medallion.gold import MEASURES, window_starts, window_sums
-from streaming.medallion.history import REPLAY, change_rows, stream_causes
+from streaming.medallion.history import CARRIED_OVER, REPLAY, carried_over, change_rows, stream_causes
 from streaming.medallion.lateness import EPOCH, judged_watermark, late_trade_rows, too_late
 from streaming.medallion.replay import recount
+
+log = logging.getLogger(__name__)
+CARRIED_OVER_DONE = 2**62  # the batch id of the carried-over history's last day
 
 
 def gold_rows(sums: pa.Table, batch_id: int, now: datetime) -> pa.Table:
@@ -53,6 +57,26 @@ def added(current: pd.DataFrame, sums: pd.DataFrame) -> pd.DataFrame:
     for measure in MEASURES:
         after[measure] = after[measure] + before[measure].reindex(after.index).fillna(0).astype(after[measure].dtype)
     return after.reset_index()
+
+
+def carry_over_history(lake: Lake, history_was_there: bool) -> None:
+    """Give a lake from before gold's history the history it can have (history.carried_over),
+    once, at the first start with the history table: a day per commit, the last one recorded as
+    CARRIED_OVER_DONE, so that a start after a crash half way goes on where it stopped."""
+    if history_was_there and (not lake.published(SUMMARY_HISTORY, Batch(CARRIED_OVER, 0))
+                              or lake.published(SUMMARY_HISTORY, Batch(CARRIED_OVER, CARRIED_OVER_DONE))):
+        return
+    gold = lake.read(GOLD).to_pandas()
+    if gold.empty:
+        return
+    days = sorted(pd.to_datetime(gold["window_start"], utc=True).dt.floor("D").unique())
+    log.warning("gold has no history yet: carrying over what the lake kept of %d days, once", len(days))
+    for index, day in enumerate(days):
+        start, end = day.to_pydatetime(), (day + pd.Timedelta(days=1)).to_pydatetime()
+        on_day = gold[(gold["window_start"] >= day) & (gold["window_start"] < day + pd.Timedelta(days=1))]
+        corrections = rows_between(lake, CORRECTIONS, "window_start", start, end, high_inclusive=False).to_pandas()
+        batch = Batch(CARRIED_OVER, CARRIED_OVER_DONE if index == len(days) - 1 else index)
+        lake.publish(SUMMARY_HISTORY, carried_over(on_day, corrections), batch)
 
 
 class GoldStep:

@@ -13,6 +13,7 @@ from streaming.medallion.history import (
     ON_TIME,
     REPLAY,
     as_of,
+    carried_over,
     change_rows,
     first_reported,
     in_change_order,
@@ -92,3 +93,23 @@ def test_as_first_reported_is_a_window_before_its_first_correction():
     first = first_reported(ordered).to_pylist()
     assert [(row["window_start"], row["buy_amount"]) for row in first] == [(NINE, 2.0), (NINE + 2 * QUARTER, 0.0)]
     assert first_reported(in_change_order(SUMMARY_HISTORY.schema.empty_table())).num_rows == 0
+
+
+def test_a_lake_from_before_the_history_starts_it_with_each_window_as_first_reported_then_corrected():
+    gold = windows((0, 5.0, 0.0, 3), (15, 2.0, 0.0, 1), (30, 3.0, 0.0, 1)).assign(
+        updated_at=[at(50), at(10), at(90)])
+    corrections = pd.DataFrame({
+        "window_start": [NINE, NINE, NINE + 2 * QUARTER], "window_end": [NINE + QUARTER] * 2 + [NINE + 3 * QUARTER],
+        **{f"{m}_before": v for m, v in [("buy_amount", [1.0, 4.0, 0.0]), ("sell_amount", [0.0] * 3),
+                                         ("settlement_amount", [1.0, 4.0, 0.0]), ("trade_count", [1, 2, 0])]},
+        **{f"{m}_after": v for m, v in [("buy_amount", [4.0, 5.0, 3.0]), ("sell_amount", [0.0] * 3),
+                                        ("settlement_amount", [4.0, 5.0, 3.0]), ("trade_count", [2, 3, 1])]},
+        "corrected_at": [at(30), at(50), at(90)], "batch_id": [7, 8, 9], "query_id": ["q", "backfill", "q"]})
+    ordered = in_change_order(carried_over(gold, corrections))
+    assert [(row["buy_amount"], row["cause"]) for row in revisions(ordered, NINE).to_pylist()] == [
+        (1.0, ON_TIME), (4.0, LATE), (5.0, BACKFILL)]
+    assert revisions(ordered, NINE).column("changed_at").to_pylist()[0] < at(30)  # first reported before corrected
+    assert revisions(ordered, NINE + 2 * QUARTER).column("cause").to_pylist() == [LATE]  # a correction from 0
+    assert as_of(ordered, None).column("buy_amount").to_pylist() == gold["buy_amount"].tolist()
+    assert as_of(ordered, at(20)).column("buy_amount").to_pylist() == [2.0]
+    assert as_of(ordered, at(40)).column("buy_amount").to_pylist() == [4.0, 2.0]
