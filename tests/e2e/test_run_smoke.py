@@ -2,6 +2,7 @@
 
 import json
 import socket
+import urllib.error
 import urllib.request
 
 import pyspark
@@ -117,6 +118,17 @@ def test_dashboard_serves_the_page_and_its_data(tmp_path, stray_broker_guard):
         assert all(q["active"] and q["error"] is None for q in status["queries"])
         assert [p["partition"] for p in status["kafka"]["partitions"]] == ["trades:0", "trades:1", "trades:2"]
         assert status["producer"]["enabled"] is False and status["lag_history"]
+        # The chart's window as of now, and as of before the trades: from gold's history.
+        summary = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{web}/api/summary", timeout=10).read())
+        assert summary["day"] == "2026-03-02"
+        assert [(w["window_start"], w["buy"], w["net"], w["trades"], w["cause"]) for w in summary["windows"]] == [
+            ("2026-03-02T09:00:00Z", 30.0, 30.0, 3, "on_time")]
+        before = json.loads(urllib.request.urlopen(
+            f"http://127.0.0.1:{web}/api/summary?day=2026-03-02&as_of=2000-01-01T00:00:00Z", timeout=10).read())
+        assert before["windows"] == []
+        with pytest.raises(urllib.error.HTTPError) as bad:
+            urllib.request.urlopen(f"http://127.0.0.1:{web}/api/summary?day=tomorrow", timeout=10)
+        assert bad.value.code == 400 and "YYYY-MM-DD" in json.loads(bad.value.read())["error"]
         app.wait_for_line("status: medallion active")
         code, _ = app.terminate()
         assert code == 0, app.output
