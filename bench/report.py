@@ -21,8 +21,10 @@ from streaming.config import duration_text
 log = logging.getLogger("bench")
 COMMAND = "python -m bench"
 # Sections other commands measure (python -m bench.broker_soak, python -m bench.delta_writers,
-# python -m bench --long-run, python -m bench --soak): a bench run carries them over.
-KEPT_SECTIONS = ("## Embedded broker: ", "## Delta writers: ", "## Long run: ", "## Soak: ", "## Live files: ")
+# python -m bench --long-run, python -m bench --soak, python -m bench.month_files,
+# python -m bench.time_machine): a bench run carries them over.
+KEPT_SECTIONS = ("## Embedded broker: ", "## Delta writers: ", "## Long run: ", "## Soak: ", "## Live files: ",
+                 "## Time machine: ")
 
 
 def summary_line(results: Results) -> str:

@@ -108,7 +108,7 @@ class _DayHistory:
 
 
 class HistoryReader:
-    """gold/summary_history of one UTC day (by window_start) at a time, in change order
+    """Gold's change history of one UTC day (by window_start) at a time, in change order
     (medallion.history.in_change_order), for the last `days` days asked: a day's partition is
     read once, then only its new files. The same table is handed back until the day changes."""
 

@@ -110,4 +110,4 @@ def test_a_tiny_seeded_lake_has_every_trade_in_bronze_silver_and_gold(tmp_path):
     assert gold["window_start"].to_pylist() == expected["window_start"].to_pylist()
     assert gold["trade_count"].to_pylist() == expected["trade_count"].to_pylist()
     assert abs(pc.sum(gold["buy_amount"]).as_py() - pc.sum(expected["buy_amount"]).as_py()) < 1e-6 * 5_000
-    assert set(result.bytes) == {t.name for t in (tables.BRONZE, tables.SILVER, tables.GOLD)}
+    assert set(result.bytes) == {t.name for t in (tables.BRONZE, tables.SILVER, tables.GOLD, tables.SUMMARY_HISTORY)}
