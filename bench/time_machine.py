@@ -12,9 +12,10 @@ its history only). Then, in this process:
   in a row per day D picked at random, each T a random instant of the wall time over which the
   day's history was written. A request is cold when the server's HistoryReader no longer keeps
   the day (the first of a day, or of a day it has let go since: it keeps the last few days asked);
-* the page's first draw of a past day, `--draws` times on as many distinct days, each with a new
-  HistoryReader (nothing kept): the day's history read, gold as of an instant (medallion.history),
-  the chart's records and its figure (dashboard.figures), serialised as Dash sends it.
+* the page's first draw of a past day, `--draws` times on as many distinct days, each with new
+  readers (nothing kept): the day's history, corrections and too-late trades read, the page's
+  own snapshot as of an instant (panels.time_machine.as_of_snapshot) and its figure
+  (dashboard.figures), serialised as Dash sends it.
 
 It prints the figures and writes the "## Time machine: " section of docs/benchmarks.md, with
 the issue's targets: as_of p95 <= 100 ms, first draw p95 <= 300 ms.
@@ -41,7 +42,6 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
 import pandas as pd
 import plotly.utils
 import pyarrow as pa
@@ -53,12 +53,11 @@ from bench.report import machine, write_section
 from bench.results import Results
 from dashboard import figures
 from dashboard.app import create_app
-from dashboard.data import window_records
-from dashboard.readers import HISTORY_DAYS_KEPT, HistoryReader
+from dashboard.context import PageReaders
+from dashboard.panels.time_machine import as_of_snapshot
+from dashboard.readers import HISTORY_DAYS_KEPT
 from streaming.lake.store import Lake
 from streaming.lake.tables import SUMMARY_HISTORY
-from streaming.medallion.gold import MEASURES
-from streaming.medallion.history import as_of, first_reported
 
 log = logging.getLogger("bench")
 COMMAND = "python -m bench.time_machine"
@@ -67,7 +66,7 @@ AS_OF_TARGET_MS = 100.0
 FIRST_DRAW_TARGET_MS = 300.0
 STRESS_WRITER = "bench-seed-stress"  # the query id of the stress day's history
 MANIFEST = "bench-time-machine.json"  # what was seeded, kept in the lake for a reuse
-STAGES = ("read", "as_of", "records", "figure")
+STAGES = ("read", "late data", "snapshot", "figure")
 
 
 # -- the command line ---------------------------------------------------------------------------
@@ -254,30 +253,8 @@ def measure_api(server: Server, seeded: Seeded, args: argparse.Namespace, rng: r
 
 
 # -- the page's first draw ---------------------------------------------------------------------
-def snapshot_as_of(ordered: pa.Table, at: datetime, day: str) -> dict:
-    """The chart's snapshot of a day as it stood at `at`, from its history in change order: each
-    window's last change by then, its revision the count of its changes by then, its values as
-    first reported beside (history.first_reported), as the page's store holds it."""
-    moment = pa.scalar(at, SUMMARY_HISTORY.schema.field("changed_at").type)
-    known = ordered.filter(pc.less_equal(ordered["changed_at"], moment))
-    latest = as_of(known, None)
-    _, counts = np.unique(known["window_start"].to_numpy(), return_counts=True)
-    frame = latest.select(["window_start", "window_end", *MEASURES]).to_pandas()
-    frame["revision"] = counts.astype("int64")
-    records = window_records(frame, {})
-    first = {pd.Timestamp(row["window_start"]).isoformat(): row for row in first_reported(known).to_pylist()}
-    for record in records:
-        before = first.get(record["window_start"])
-        if before is not None:
-            for measure in MEASURES:
-                record[f"{measure}_first"] = before[measure]
-    return {"day": day, "days": [day], "drill_down": False, "windows": records, "corrections": [],
-            "kpis": {m: sum(r[m] for r in records) for m in MEASURES},
-            "as_of": {"at": at.isoformat(), "label": f"as of {at:%H:%M:%S} UTC"}}
-
-
 def first_draw(lake: Lake, day: str, at: datetime) -> dict[str, float]:
-    """ms per stage of the page's first draw of `day` as of `at`, on a new HistoryReader."""
+    """ms per stage of the page's first draw of `day` as of `at`, on new readers."""
     spent, clock = {}, time.perf_counter()
 
     def lap(stage: str) -> None:
@@ -285,12 +262,13 @@ def first_draw(lake: Lake, day: str, at: datetime) -> dict[str, float]:
         now = time.perf_counter()
         spent[stage], clock = (now - clock) * 1000, now
 
-    ordered = HistoryReader(lake).read(day)
+    readers = PageReaders.of(lake)  # new readers: nothing kept
+    ordered = readers.history.read(day)
     lap("read")
-    as_of(ordered, at)  # what /api/summary answers; the snapshot below takes it again, with the rest
-    lap("as_of")
-    snapshot = snapshot_as_of(ordered, at, day)
-    lap("records")
+    corrections, late_trades = readers.corrections.read(day), readers.late_trades.read(day)
+    lap("late data")
+    snapshot = as_of_snapshot(ordered, pd.Timestamp(at), corrections, late_trades, day, [day])  # the page's own
+    lap("snapshot")
     figure = figures.as_of_figure(figures.summary_figure(snapshot, first_reported=True), snapshot["as_of"]["label"])
     json.dumps(figure, cls=plotly.utils.PlotlyJSONEncoder)  # as Dash sends it
     lap("figure")
@@ -332,7 +310,7 @@ def figure_lines(seeded: Seeded, api: ApiTimes, draws: list[dict[str, float]],
         f"{verdict(api.seeded_days, AS_OF_TARGET_MS)}",
         f"  cold     {spread(api.cold)}   target p95 <= {AS_OF_TARGET_MS:g} ms: {verdict(api.cold, AS_OF_TARGET_MS)}",
         f"  warm     {spread(api.warm)}",
-        "first draw of a past day, a new HistoryReader each (p50 / p95 / max, days):",
+        "first draw of a past day, new readers each (p50 / p95 / max, days):",
         f"  total    {spread(totals)}   target p95 <= {FIRST_DRAW_TARGET_MS:g} ms: "
         f"{verdict(totals, FIRST_DRAW_TARGET_MS)}",
         f"  stages, p50 ms: {stage_text(draws)}",
@@ -372,12 +350,12 @@ def section(args: argparse.Namespace, seeded: Seeded, lines: list[str]) -> str:
         "row, each as of a random instant of the wall time the day's history was written over. Cold: the "
         f"server's HistoryReader no longer kept the day (it keeps the last {HISTORY_DAYS_KEPT} days asked), so "
         "it read the day's files afresh; warm: it answered from the day it kept (as_of and the JSON).",
-        "- **First draw**: the server's work from a past day picked to its chart ready to send, on a new "
-        "HistoryReader each time (nothing kept): read the day's history (`read`), gold as of the instant "
-        "(`as_of`, medallion.history), the chart's records with their revisions and first-reported values "
-        "(`records`), and the figure, drawn by dashboard.figures and serialised as Dash sends it (`figure`). "
-        "Without the corrections feed and the late trades, which the seed has none of; the browser's own "
-        "drawing is not in it.",
+        "- **First draw**: the server's work from a past day picked to its chart ready to send, on new "
+        "readers each time (nothing kept): read the day's history (`read`), its corrections and too-late "
+        "trades (`late data`; the seed has none), the page's own snapshot as of the instant "
+        "(`snapshot`: panels.time_machine.as_of_snapshot, each window's last change, its revisions and "
+        "first-reported values), and the figure, drawn by dashboard.figures and serialised as Dash sends it "
+        "(`figure`). The browser's own drawing is not in it.",
         "- What limits it: a day's history is one Parquet file once its day is rolled, read whole; the cost "
         "grows with the day's changes (the stress day), in the read and the sort into change order, then in "
         "as_of's pass over them. The files are in the OS's page cache (just written or read).", ""])

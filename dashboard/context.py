@@ -1,7 +1,8 @@
 """What the panels' callbacks share: the readers, the run's optional parts, the frames' derived values.
 
 The readers hand back the same frame until what they keep changes; what is worked out from a
-frame (gold's trading days, a day's late data) is kept until then."""
+frame (gold's trading days, a day's late data, a day's history's first-reported values and
+span) is kept until then."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from dashboard.data import (
     GOLD_COLUMNS,
     LATE_TRADE_COLUMNS,
     TableReader,
-    VersionReader,
+    first_values,
+    history_span,
     late_data,
     trading_days,
 )
@@ -50,16 +52,16 @@ class PageContext:
     lake: Lake | None = None
     filter_values: SilverFilterValues | None = None
     quarantine: QuarantineReader | None = None
-    versions: VersionReader | None = field(init=False)
     # What is worked out from a frame is kept until the reader hands back another (gold changes
     # with every micro-batch, a day's corrections far less often).
     _days_of: dict = field(init=False, repr=False)
     _late_of: dict = field(init=False, repr=False)
+    _history_of: dict = field(init=False, repr=False)
 
     def __post_init__(self):
-        self.versions = VersionReader(self.lake) if self.lake is not None else None
         self._days_of = {"gold": None, "days": []}
         self._late_of = {"corrections": None, "late_trades": None, "day": None, "late": None}
+        self._history_of = {"history": None, "day": None, "first": {}, "span": None}
 
     def gold_days(self) -> list[str]:
         """trading_days of gold, worked out again only when the reader has read a new frame."""
@@ -81,6 +83,17 @@ class PageContext:
             late_of.update(corrections=corrections, late_trades=late_trades, day=day,
                            late=late_data(corrections, late_trades, day))
         return late_of["late"]
+
+    def day_history(self, day: str | None) -> dict:
+        """The day's history in change order ("history"), its corrected windows as first reported
+        ("first", first_values) and its span ("span", history_span): worked out again only when
+        the reader hands back another table."""
+        kept, ordered = self._history_of, self.readers.history.read(day)
+        if not (kept["history"] is ordered and kept["day"] == day):
+            # A new dict rather than an update: another request may be reading the one kept.
+            kept = {"history": ordered, "day": day, "first": first_values(ordered), "span": history_span(ordered)}
+            self._history_of = kept
+        return kept
 
 
 def pick_day(day: str | None, days: list[str]) -> str | None:

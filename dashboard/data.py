@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from dashboard.readers import frame_of
 from streaming.config import Settings
 from streaming.lake.increments import FileIncrements
 from streaming.lake.page_reads import exactly_once_counts, silver_day
 from streaming.lake.store import Lake
-from streaming.lake.tables import GOLD, Table
+from streaming.lake.tables import Table
+from streaming.medallion import history
 from streaming.medallion.gold import MEASURES, window_sums
 
 GOLD_COLUMNS = ["window_start", "window_end", "buy_amount", "sell_amount", "settlement_amount",
@@ -26,9 +27,6 @@ LATE_TRADE_COLUMNS = ["trade_id", "event_time", "window_start", "watermark", "la
                       "detected_at", "backfilled_at"]
 SILVER_DRILL_COLUMNS = ["trade_id", "side", "amount", "event_time", "channel", "symbol"]
 FEED_ROWS = 25  # the newest rows on the page; the tables hold them all
-HISTORY_COMMITS = 500  # the time machine looks back over gold's newest this many commits
-# Commits that change no values (compaction, vacuum, table properties): not worth a stop.
-NO_DATA_OPERATIONS = frozenset({"OPTIMIZE", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES"})
 
 
 class TableReader:
@@ -48,45 +46,6 @@ class TableReader:
             if self.increments.refresh():
                 self._frame = frame_of(self.increments.parts.values(), self.schema)
             return self._frame
-
-
-def data_versions(history: list[dict]) -> list[list[int]]:
-    """[version, commit time in ms] of the commits that changed data, oldest first: a Delta
-    history (newest first) without its compactions and other commits that change no values."""
-    versions = [[int(c["version"]), int(c.get("timestamp") or 0)] for c in history
-                if c.get("version") is not None and c.get("operation") not in NO_DATA_OPERATIONS]
-    return sorted(versions)
-
-
-class VersionReader:
-    """Gold as it stood at a version, for the time machine. A version never changes, so the
-    last `size` versions read are kept (an LRU): a played animation steps through consecutive
-    versions, and going back over them again reads nothing. Shared by every page."""
-
-    def __init__(self, lake: Lake, table: Table = GOLD, columns: list[str] | None = None, size: int = 32):
-        self.lake = lake
-        self.table = table
-        self.columns = columns or GOLD_COLUMNS
-        self.size = size
-        self.hits = self.misses = 0
-        self._lock = threading.Lock()
-        self._frames: OrderedDict[int, pd.DataFrame] = OrderedDict()
-
-    def read(self, version: int) -> pd.DataFrame:
-        """The table at `version` (an empty frame if that version cannot be read)."""
-        with self._lock:
-            frame = self._frames.get(version)
-            if frame is not None:
-                self.hits += 1
-                self._frames.move_to_end(version)
-                return frame
-        frame = self.lake.read(self.table, self.columns, version=version).to_pandas()
-        with self._lock:
-            self.misses += 1
-            self._frames[version] = frame
-            while len(self._frames) > self.size:
-                self._frames.popitem(last=False)
-        return frame
 
 
 def as_of(frame: pd.DataFrame, column: str, until: pd.Timestamp) -> pd.DataFrame:
@@ -161,23 +120,43 @@ def json_records(frame: pd.DataFrame, time_columns: tuple[str, ...]) -> list[dic
     return [dict(zip(frame.columns, row)) for row in zip(*columns)]
 
 
-def first_reported(corrections: pd.DataFrame) -> dict[str, dict]:
-    """window_start (ISO) -> the '_before' values of its earliest correction: what the chart
-    first showed as the complete window."""
-    if corrections.empty:
-        return {}
-    order = np.lexsort((corrections["batch_id"].to_numpy(), utc_micros(corrections["corrected_at"])))
-    starts = utc_micros(corrections["window_start"])[order]
-    _, first = np.unique(starts, return_index=True)  # the first row of each window, in that order
-    rows = order[first]
-    befores = {f"{m}_before": corrections[f"{m}_before"].to_numpy()[rows].tolist() for m in MEASURES}
-    return {pd.Timestamp(start, tz="UTC").isoformat(): {name: values[i] for name, values in befores.items()}
-            for i, start in enumerate(starts[first])}
+def changes_by(ordered: pa.Table, instant: pd.Timestamp | None) -> pa.Table:
+    """The history rows made at or before `instant` (all: None), in the order given."""
+    if instant is None or ordered.num_rows == 0:
+        return ordered
+    moment = pa.scalar(pd.Timestamp(instant).tz_convert("UTC").to_pydatetime(), ordered.schema.field("changed_at").type)
+    return ordered.filter(pc.less_equal(ordered["changed_at"], moment))
+
+
+def first_values(ordered: pa.Table) -> dict[str, dict]:
+    """window_start (ISO) -> its MEASURES as the chart first showed the window complete, for the
+    windows corrected since (history.first_reported); `ordered`: a day's history in change order."""
+    return {pd.Timestamp(row["window_start"]).isoformat(): row for row in history.first_reported(ordered).to_pylist()}
+
+
+def history_windows(ordered: pa.Table, instant: pd.Timestamp | None = None) -> pd.DataFrame:
+    """Gold as it stood at `instant`, gold-shaped (GOLD_COLUMNS), from a day's history in change
+    order: each window's last change by then; its revision, the number of its changes by then."""
+    known = changes_by(ordered, instant)
+    latest = history.as_of(known, None)
+    _, counts = np.unique(known["window_start"].to_numpy(), return_counts=True)  # by window, as `latest`
+    frame = latest.select(["window_start", "window_end", *MEASURES, "changed_at"]).to_pandas()
+    frame["revision"] = counts.astype("int64")
+    return frame.rename(columns={"changed_at": "updated_at"})[GOLD_COLUMNS]
+
+
+def history_span(ordered: pa.Table) -> list[int] | None:
+    """[first, last] change of a day's history in whole epoch seconds (the second each was made
+    in); None without any."""
+    if ordered.num_rows == 0:
+        return None
+    micros = ordered["changed_at"].to_numpy().astype("datetime64[us]").astype(np.int64)
+    return [int(micros.min() // 1_000_000), int(micros.max() // 1_000_000)]
 
 
 def window_records(windows: pd.DataFrame, first: dict[str, dict]) -> list[dict]:
     """Gold-shaped rows -> the store's window records, each with its values as first reported
-    (its earliest correction's '_before' values, or the current ones if never corrected)."""
+    (`first`, see first_values; the current ones if never corrected)."""
     columns = {
         "window_start": [pd.Timestamp(v).isoformat() for v in windows["window_start"]],
         "window_end": [pd.Timestamp(v).isoformat() for v in windows["window_end"]],
@@ -191,7 +170,7 @@ def window_records(windows: pd.DataFrame, first: dict[str, dict]) -> list[dict]:
     for record in records:
         before = first.get(record["window_start"])
         for measure in MEASURES:
-            value = before[f"{measure}_before"] if before is not None else record[measure]
+            value = before[measure] if before is not None else record[measure]
             record[f"{measure}_first"] = int(value) if measure == "trade_count" else float(value)
     return records
 
@@ -199,17 +178,18 @@ def window_records(windows: pd.DataFrame, first: dict[str, dict]) -> list[dict]:
 def snapshot_from(gold: pd.DataFrame, corrections: pd.DataFrame | None = None,
                   late_trades: pd.DataFrame | None = None, day: str | None = None,
                   drill: pd.DataFrame | None = None, days: list[str] | None = None,
-                  late: dict | None = None) -> dict:
+                  late: dict | None = None, first: dict[str, dict] | None = None) -> dict:
     """The JSON-able snapshot kept in the browser's dcc.Store: one trading day's windows (the
     latest unless `day` is given), that day's corrections and too-late trades (newest first),
     its KPIs and counters. `drill`: windows from silver for a channel/symbol, shown instead.
-    `days` (trading_days of gold) and `late` (late_data of the shown day) when already known."""
+    `days` (trading_days of gold) and `late` (late_data of the shown day) when already known;
+    `first`: the day's corrected windows as first reported (first_values of its history)."""
     days = trading_days(gold) if days is None else days
     day = day if day in days else (days[0] if days else None)
     late = late_data(corrections, late_trades, day) if late is None or late["day"] != day else late
     day_windows = on_day(gold, day) if drill is None else drill
     # Corrections describe the streaming totals: a drill-down from silver has no ghost of them.
-    records = window_records(day_windows, late["first_reported"] if drill is None else {})
+    records = window_records(day_windows, (first or {}) if drill is None else {})
     return {
         "day": day,
         "days": days,
@@ -241,7 +221,6 @@ def late_data(corrections: pd.DataFrame | None, late_trades: pd.DataFrame | None
     latest_late = late_trades.sort_values("detected_at", ascending=False).head(FEED_ROWS)
     return {
         "day": day,
-        "first_reported": first_reported(corrections),
         "corrections": json_records(newest, ("window_start", "corrected_at")),
         "late_trades": json_records(latest_late, ("event_time", "window_start", "watermark", "detected_at",
                                                   "backfilled_at")),

@@ -109,13 +109,14 @@ def summary_figure(snapshot: dict | None, mode: str = ids.MODE_WINDOW, first_rep
         rows = running_totals(rows)
     x = [w["start"].isoformat() for w in rows]
     hover = "%{fullData.name}: %{y:$,.2f}<extra></extra>"
+    # customdata: the window start with its zone, which a click hands back (Plotly's x has none).
     data = [
         scatter(x, [w["buy_amount"] for w in rows], "Total buy", hover, mode="lines+markers",
-                line=dict(color=BUY_COLOR, width=2.5)),
+                line=dict(color=BUY_COLOR, width=2.5), customdata=x),
         scatter(x, [w["sell_amount"] for w in rows], "Total sell", hover, mode="lines+markers",
-                line=dict(color=SELL_COLOR, width=2.5)),
+                line=dict(color=SELL_COLOR, width=2.5), customdata=x),
         scatter(x, [w["settlement_amount"] for w in rows], "Settlement (buy − sell)", hover, mode="lines+markers",
-                line=dict(color=SETTLEMENT_COLOR, width=2, dash="dot")),
+                line=dict(color=SETTLEMENT_COLOR, width=2, dash="dot"), customdata=x),
     ]
     if first_reported:
         data += first_reported_traces(rows, x, hover)
@@ -155,10 +156,10 @@ def summary_figure(snapshot: dict | None, mode: str = ids.MODE_WINDOW, first_rep
 
 
 def as_of_figure(figure: dict, label: str | None) -> dict:
-    """A chart drawn from an earlier version of gold, saying so in its top right corner."""
+    """A chart of gold as it stood at an earlier instant, saying so in its top right corner."""
     layout = dict(figure.get("layout") or {})
     layout["annotations"] = [*layout.get("annotations", []), dict(
-        text=label or "an earlier version", xref="paper", yref="paper", x=1, y=1.02, xanchor="right",
+        text=label or "an earlier instant", xref="paper", yref="paper", x=1, y=1.02, xanchor="right",
         yanchor="bottom", showarrow=False, font=dict(size=12, color="#b45309"))]
     return {**figure, "layout": layout}
 

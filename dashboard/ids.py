@@ -61,15 +61,18 @@ MALFORMED_SHARE_INPUT = "malformed-share-input"
 CHAOS_APPLY = "chaos-apply"
 CHAOS_MESSAGE = "chaos-message"
 
-# The time machine: the chart as gold stood at an earlier version.
-TM_HISTORY = "time-machine-history"  # [[version, commit ms], ...] of gold's data versions
-TM_SLIDER = "time-machine-slider"
+# The time machine: the chart as it stood at an instant of the shown day, from gold's change history.
+TM_SLIDER = "time-machine-slider"  # the instant, in epoch seconds, over the day's changes
 TM_PLAY = "time-machine-play"
+TM_SPEED = "time-machine-speed"  # how fast Play goes: 1, 10, 60 or 600 times the wall clock
 TM_PLAY_TICK = "time-machine-play-tick"
 TM_LIVE = "time-machine-live"
 TM_LABEL = "time-machine-label"
 AS_OF = "as-of-snapshot"
 AS_OF_CHART = "as-of-chart"  # the chart drawn from AS_OF, shown in the live chart's place
+# A window clicked on either chart, and each change of it.
+REVISION_WINDOW = "revision-window"
+REVISIONS = "window-revisions"
 
 # The exactly-once panel
 EXACTLY_ONCE_CHECK = "exactly-once-check"

@@ -24,7 +24,10 @@ def register(app: Dash, context: PageContext) -> None:
         drill = None
         if (channel or symbol) and context.lake is not None and shown is not None:
             drill = silver_windows(read_silver_day(context.lake, shown, channel, symbol), window_length(gold))
-        snapshot = snapshot_from(gold, day=shown, drill=drill, days=days, late=context.day_late_data(shown))
+        history = context.day_history(shown)
+        snapshot = snapshot_from(gold, day=shown, drill=drill, days=days, late=context.day_late_data(shown),
+                                 first=history["first"])
+        snapshot["history_span"] = history["span"]  # the time machine's slider spans it
         snapshot["filters"] = {"channel": channel, "symbol": symbol}
         snapshot["status"] = context.status()
         return snapshot

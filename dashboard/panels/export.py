@@ -1,4 +1,5 @@
-"""The export buttons: the shown day's windows (with running totals) or its corrections, as CSV downloads.
+"""The export buttons: the shown day's windows (with running totals, as of the time machine's
+instant while it shows one) or its corrections, as CSV downloads.
 
 The CSV text is built by pure functions: snapshot records in, CSV text out."""
 
@@ -6,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+from datetime import datetime
 
 from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
 
@@ -14,6 +16,7 @@ from dashboard.context import PageContext
 from dashboard.data import json_records, on_day
 from dashboard.figures import running_totals, window_rows
 from dashboard.inputs import store_day
+from dashboard.panels.time_machine import shown_instant
 
 NOTHING_TO_EXPORT = "Nothing to export yet: the chart has no trading day."
 WINDOW_HEADER = ["window_start", "window_end", "buy", "sell", "settlement", "trade_count", "revision",
@@ -61,17 +64,31 @@ def corrections_csv(corrections: list[dict]) -> str:
                                     for c in corrections])
 
 
-def export_name(day: str, what: str) -> str:
-    """trade-summary-2026-03-02-windows.csv"""
-    return f"trade-summary-{day}-{what}.csv"
+def export_name(day: str, what: str, at: datetime | None = None) -> str:
+    """trade-summary-2026-03-02-windows.csv; as of an instant (UTC):
+    trade-summary-2026-03-02-windows-as-of-10-42-00.csv"""
+    return f"trade-summary-{day}-{what}{'' if at is None else f'-as-of-{at:%H-%M-%S}'}.csv"
+
+
+def windows_export(live: dict | None, past: dict | None) -> tuple[str, str] | None:
+    """(CSV text, file name) of the windows the chart shows: the time machine's snapshot at an
+    instant while it shows one, else the live one; None without a day."""
+    at = shown_instant(past)
+    snapshot = past if at is not None else live
+    day = store_day(snapshot)
+    if day is None:
+        return None
+    return windows_csv(snapshot), export_name(day, "windows", at)
 
 
 def register(app: Dash, context: PageContext) -> None:
     @app.callback(Output(ids.DOWNLOAD_WINDOWS, "data"), Output(ids.DOWNLOAD_CORRECTIONS, "data"),
                   Output(ids.EXPORT_MESSAGE, "children"), Input(ids.EXPORT_WINDOWS, "n_clicks"),
-                  Input(ids.EXPORT_CORRECTIONS, "n_clicks"), State(ids.SNAPSHOT, "data"), prevent_initial_call=True)
-    def export_csv(_windows, _corrections, snapshot):
-        """The shown day's windows (with running totals) or its corrections, as a CSV download."""
+                  Input(ids.EXPORT_CORRECTIONS, "n_clicks"), State(ids.SNAPSHOT, "data"), State(ids.AS_OF, "data"),
+                  prevent_initial_call=True)
+    def export_csv(_windows, _corrections, snapshot, past):
+        """The shown day's windows (with running totals; as of the time machine's instant while it
+        shows one) or its corrections, as a CSV download."""
         day = store_day(snapshot)
         if day is None:
             return no_update, no_update, NOTHING_TO_EXPORT
@@ -81,5 +98,8 @@ def register(app: Dash, context: PageContext) -> None:
             frame = frame.sort_values(["corrected_at", "window_start"], kind="stable")
             content = corrections_csv(json_records(frame, ("window_start", "corrected_at")))
             return no_update, dcc.send_string(content, export_name(day, "corrections"), "text/csv"), ""
-        content = windows_csv(snapshot)
-        return dcc.send_string(content, export_name(day, "windows"), "text/csv"), no_update, ""
+        export = windows_export(snapshot, past)
+        if export is None:
+            return no_update, no_update, NOTHING_TO_EXPORT
+        content, name = export
+        return dcc.send_string(content, name, "text/csv"), no_update, ""

@@ -3,10 +3,13 @@
 
 Chromium comes from tests/install-browser.sh (part of the README's test command)."""
 
+import json
 import os
 import re
 import shutil
-from datetime import datetime, timezone
+import time
+import urllib.request
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -188,29 +191,85 @@ def test_the_shown_days_windows_download_as_csv(quiet_app, page):
     assert page.console_errors == []
 
 
-def test_the_time_machine_goes_back_to_an_earlier_chart_and_returns_to_live(quiet_app, page):
-    quiet_app.writer.send(trade("e1", "BUY", 1, 3.0, DAY + "12:01:00Z"))
-    page.goto(quiet_app.url)
-    wait_for_text(page, "#kpi-cards", "$", timeout=90_000)
-    quiet_app.writer.send(trade("e2", "BUY", 1, 4.0, DAY + "12:02:00Z"))  # another version of gold
-    page.wait_for_timeout(3000)
-    handle = page.locator(".time-machine-slider [role=slider]").first
-    handle.wait_for(timeout=60_000)
-    page.wait_for_function(  # the slider spans gold's history once it has loaded
-        "() => { const s = document.querySelector('.time-machine-slider [role=slider]');"
-        " return s && Number(s.getAttribute('aria-valuemax')) > Number(s.getAttribute('aria-valuemin')); }",
-        timeout=60_000)
-    handle.focus()
-    page.keyboard.press("End")  # the newest version, then the oldest: each a change of the slider
-    page.wait_for_timeout(500)
-    page.keyboard.press("Home")
-    wait_for_text(page, "#time-machine-label", "as of", timeout=30_000)
-    assert "version" in page.inner_text("#time-machine-label")
-    assert page.locator("#as-of-chart").is_visible()
-    page.focus("#time-machine-live")  # by keyboard: the focused slider's tooltip may cover the button
-    page.keyboard.press("Enter")
-    wait_for_text(page, "#time-machine-label", "Live", timeout=30_000)
-    assert page.console_errors == []
+def summary(app: RunningApp, day: str) -> dict:
+    """GET /api/summary of a day: its windows as they stand now, from gold's history."""
+    with urllib.request.urlopen(f"{app.url}api/summary?day={day}", timeout=10) as answer:
+        return json.load(answer)
+
+
+def buys(page, chart: str) -> list[float]:
+    return page.evaluate("""(chart) => {
+        const plot = document.querySelector('#' + chart + ' .js-plotly-plot');
+        return plot && plot.data && plot.data.length ? Array.from(plot.data[0].y) : [];
+    }""", chart)
+
+
+def click_window(page, chart: str, window: str) -> None:
+    """Click the buy line's point of a window (its start, UTC ISO) on a chart, as a user would."""
+    x, y = page.evaluate("""([chart, window]) => {
+        const plot = document.querySelector('#' + chart + ' .js-plotly-plot');
+        const trace = plot.data[0], i = Array.from(trace.customdata).indexOf(window);
+        const xa = plot._fullLayout.xaxis, ya = plot._fullLayout.yaxis, box = plot.getBoundingClientRect();
+        return [box.left + xa._offset + xa.d2p(trace.x[i]), box.top + ya._offset + ya.d2p(trace.y[i])];
+    }""", [chart, window])
+    page.mouse.move(x, y)
+    page.mouse.click(x, y)
+    page.mouse.move(0, 0)  # the hover label would cover the controls under the chart
+
+
+def test_the_time_machine_plays_back_a_past_day_and_a_clicked_window_shows_its_revisions(tmp_path, page):
+    app = RunningApp(tmp_path, "--no-producer")
+    past = (datetime.now(timezone.utc) - timedelta(days=1)).strftime("%Y-%m-%d")
+    window = f"{past}T20:15:00+00:00"
+    try:
+        # Yesterday's 20:15 window in one batch; event time reached 20:40, so the watermark is 20:10
+        # and a trade at 20:20 in another batch corrects the window, which is past.
+        app.writer.send(trade("y1", "BUY", 1, 100.0, f"{past}T20:16:00Z"),
+                        trade("y2", "BUY", 1, 5.0, f"{past}T20:40:00Z"))
+        first = wait_for(lambda: len(summary(app, past)["windows"]) == 2 and summary(app, past), 120, interval_s=1,
+                         what="yesterday's windows")
+        # The slider steps in whole seconds: the correction comes at least one after.
+        changed_at = max(datetime.fromisoformat(w["changed_at"]) for w in first["windows"])
+        time.sleep(max(0.0, (changed_at - datetime.now(timezone.utc)).total_seconds() + 1.2))
+        app.writer.send(trade("y3-late", "BUY", 1, 30.0, f"{past}T20:20:00Z"))
+        wait_for(lambda: summary(app, past)["windows"][0]["buy"] == 130.0, 60, interval_s=1, what="the correction")
+        app.writer.send(trade("t1", "BUY", 1, 7.0, DAY + "00:05:00Z"))  # today: yesterday becomes a past day
+        wait_for(lambda: summary(app, DAY[:10])["windows"], 60, interval_s=1, what="today's window")
+
+        page.goto(app.url)
+        wait_for_text(page, "#kpi-cards", "$", timeout=90_000)
+        page.click("#day-picker")
+        page.get_by_role("option", name=datetime.fromisoformat(past).strftime("%a %d %b %Y")).click()
+        page.wait_for_function(  # the slider spans yesterday's three changes (today has one)
+            "() => { const s = document.querySelector('.time-machine-slider [role=slider]');"
+            " return s && Number(s.getAttribute('aria-valuemax')) > Number(s.getAttribute('aria-valuemin')); }",
+            timeout=60_000)
+        page.locator(".time-machine-slider [role=slider]").first.focus()
+        page.keyboard.press("Home")  # the day's first change: before the late trade
+        wait_for_text(page, "#time-machine-label", "as of", timeout=30_000)
+        page.wait_for_selector("#as-of-chart", state="visible", timeout=30_000)  # in the live chart's place
+        page.wait_for_selector("#trade-summary-chart", state="hidden", timeout=30_000)
+        wait_for(lambda: buys(page, "as-of-chart") == [100.0, 5.0] or None, 30, what="the window before its correction")
+
+        click_window(page, "as-of-chart", window)
+        wait_for_text(page, "#window-revisions", "20:15 window: 1 of 2 changes made by", timeout=30_000)
+        revisions = page.inner_text("#window-revisions")
+        assert "$100.00" in revisions and "$130.00" in revisions and "late trades" in revisions
+
+        page.check("#time-machine-speed input[value='600']")
+        page.click("#time-machine-play")  # to the day's last change, where it stops
+        wait_for(lambda: buys(page, "as-of-chart") == [130.0, 5.0] or None, 30, what="the played-back correction")
+        wait_for_text(page, "#time-machine-play", "Play", timeout=30_000)
+        wait_for_text(page, "#window-revisions", "2 of 2 changes", timeout=30_000)
+
+        page.click("#time-machine-live")
+        wait_for_text(page, "#time-machine-label", "Live", timeout=30_000)
+        page.wait_for_selector("#trade-summary-chart", state="visible", timeout=30_000)
+        click_window(page, "trade-summary-chart", window)  # the live chart of the day picked
+        wait_for_text(page, "#window-revisions", "20:15 window: 2 changes", timeout=30_000)
+        assert page.console_errors == []
+    finally:
+        app.stop()
 
 
 def test_the_exactly_once_panel_counts_on_demand(quiet_app, page):

@@ -15,7 +15,7 @@ from dashboard.data import (
     GOLD_COLUMNS,
     LATE_TRADE_COLUMNS,
     TableReader,
-    first_reported,
+    first_values,
     json_records,
     on_day,
     silver_windows,
@@ -24,7 +24,8 @@ from dashboard.data import (
 from dashboard.figures import BUY_COLOR, SELL_COLOR, SETTLEMENT_COLOR, summary_figure
 from dashboard.panels.producer import late_knobs, validate_rate
 from streaming.lake.store import Batch, Lake
-from streaming.lake.tables import CORRECTIONS, GOLD, LATE_TRADES, SILVER
+from streaming.lake.tables import CORRECTIONS, GOLD, LATE_TRADES, SILVER, SUMMARY_HISTORY
+from streaming.medallion.history import LATE, ON_TIME, in_change_order
 
 UTC = timezone.utc
 
@@ -187,10 +188,25 @@ def chart(client, snapshot, first_reported: bool, mode=ids.MODE_WINDOW):
         f"{ids.FIRST_REPORTED}.value": ["on"] if first_reported else []})[ids.CHART]["figure"]
 
 
+def history_rows(changes) -> pa.Table:
+    """changes: (HH:MM on 2026-03-02, buy, sell, count, seconds after 10:00, cause), in change order."""
+    rows = []
+    for hm, buy, sell, count, after, cause in changes:
+        start = datetime(2026, 3, 2, int(hm[:2]), int(hm[3:]), tzinfo=UTC)
+        rows.append({"window_start": start, "window_end": start + timedelta(minutes=15), "buy_amount": buy,
+                     "sell_amount": sell, "settlement_amount": buy - sell, "trade_count": count,
+                     "changed_at": datetime(2026, 3, 2, 10, tzinfo=UTC) + timedelta(seconds=after), "cause": cause,
+                     "batch_id": after, "query_id": "q"})
+    return in_change_order(pa.Table.from_pylist(rows, schema=SUMMARY_HISTORY.schema))
+
+
 def test_first_reported_toggle_shows_the_values_before_the_first_correction(tmp_path):
-    # 09:15 was first reported with buy 200 and corrected to 230 by a late trade.
+    # 09:15 was first reported with buy 200 and corrected to 230 by a late trade: gold's history says so.
     write_gold(tmp_path, [("09:00", 1000.0, 400.0, 3), ("09:15", 230.0, 700.0, 3), ("09:30", 50.0, 0.0, 1)])
     write_corrections_and_late_trades(tmp_path)
+    Lake(tmp_path).publish(SUMMARY_HISTORY, history_rows([
+        ("09:00", 1000.0, 400.0, 3, 0, ON_TIME), ("09:15", 200.0, 700.0, 2, 0, ON_TIME),
+        ("09:15", 230.0, 700.0, 3, 60, LATE), ("09:30", 50.0, 0.0, 1, 60, ON_TIME)]), Batch("q", 0))
     client = create_app(tmp_path).server.test_client()
     snapshot = store_snapshot(client)
 
@@ -360,18 +376,13 @@ def test_on_day_keeps_that_utc_day_oldest_first_whether_times_are_typed_or_strin
         assert on_day(frame, "2026-03-02")["n"].tolist() == [3, 1]  # 09:00+01:00 is 08:00 UTC
 
 
-def test_first_reported_is_the_earliest_correction_of_each_window_ties_broken_by_batch():
-    at = pd.Timestamp("2026-03-02T10:00:00Z")
-    w1, w2 = pd.Timestamp("2026-03-02T09:00:00Z"), pd.Timestamp("2026-03-02T09:15:00Z")
-    rows = [(w1, at + pd.Timedelta(seconds=5), 7, 300.0), (w1, at, 9, 200.0), (w1, at, 8, 100.0),
-            (w2, at + pd.Timedelta(seconds=1), 1, 50.0)]
-    frame = pd.DataFrame([{"window_start": w, "corrected_at": c, "batch_id": b, "buy_amount_before": v,
-                           "sell_amount_before": 0.0, "settlement_amount_before": v, "trade_count_before": 1}
-                          for w, c, b, v in rows])
-    first = first_reported(frame)
-    assert set(first) == {w1.isoformat(), w2.isoformat()}
-    assert first[w1.isoformat()]["buy_amount_before"] == 100.0
-    assert first[w2.isoformat()]["buy_amount_before"] == 50.0
+def test_first_values_are_each_corrected_windows_values_before_its_first_change_that_was_not_on_time():
+    first = first_values(history_rows([
+        ("09:00", 100.0, 0.0, 1, 0, ON_TIME), ("09:00", 150.0, 0.0, 2, 5, ON_TIME), ("09:00", 170.0, 0.0, 3, 9, LATE),
+        ("09:00", 190.0, 0.0, 4, 12, LATE), ("09:15", 40.0, 0.0, 1, 9, LATE), ("09:30", 7.0, 0.0, 1, 9, ON_TIME)]))
+    assert set(first) == {"2026-03-02T09:00:00+00:00", "2026-03-02T09:15:00+00:00"}  # 09:30 was never corrected
+    assert first["2026-03-02T09:00:00+00:00"]["buy_amount"] == 150.0
+    assert first["2026-03-02T09:15:00+00:00"]["buy_amount"] == 0.0  # first seen through a late trade: nothing before
 
 
 def test_json_records_gives_plain_json_values():
@@ -396,8 +407,8 @@ def test_the_refresh_keeps_the_day_s_corrections_until_they_change_and_agrees_wi
         return {key: value for key, value in expected.items() if key not in ("filters", "status")}
 
     def served(day=None):
-        snapshot = store_snapshot(client, day=day)
-        return {key: value for key, value in snapshot.items() if key not in ("filters", "status")}
+        snapshot = store_snapshot(client, day=day)  # with the time machine's span of the day's history
+        return {key: value for key, value in snapshot.items() if key not in ("filters", "status", "history_span")}
 
     assert served() == pure() and served()["counters"]["corrections"] == 0
     write_corrections_and_late_trades(tmp_path)  # new versions: the kept day's data is worked out again

@@ -23,13 +23,15 @@ UTC = timezone.utc
 OUTPUTS = [f"{ids.DOWNLOAD_WINDOWS}.data", f"{ids.DOWNLOAD_CORRECTIONS}.data", f"{ids.EXPORT_MESSAGE}.children"]
 
 
-def download(client, button: str, target: str, snapshot) -> dict:
-    """Press one of the two export buttons (both are the callback's inputs, in their order)."""
+def download(client, button: str, target: str, snapshot, past=None) -> dict:
+    """Press one of the two export buttons (both are the callback's inputs, in their order);
+    `past`: the time machine's snapshot at an instant (None: Live)."""
     payload = {"output": ".." + "...".join(OUTPUTS) + "..",
                "outputs": [{"id": o.split(".")[0], "property": o.split(".")[1]} for o in OUTPUTS],
                "inputs": [{"id": b, "property": "n_clicks", "value": 1 if b == button else 0}
                           for b in (ids.EXPORT_WINDOWS, ids.EXPORT_CORRECTIONS)],
-               "state": [{"id": ids.SNAPSHOT, "property": "data", "value": snapshot}],
+               "state": [{"id": ids.SNAPSHOT, "property": "data", "value": snapshot},
+                         {"id": ids.AS_OF, "property": "data", "value": past}],
                "changedPropIds": [f"{button}.n_clicks"]}
     response = client.post("/_dash-update-component", json=payload)
     assert response.status_code == 200, response.data[:500]
@@ -85,6 +87,20 @@ def test_windows_csv_of_the_day_picked(tmp_path):
     assert sent["filename"] == "trade-summary-2026-03-01-windows.csv"
     assert [r[:3] for r in rows(sent["content"])[1:]] == [["2026-03-01T16:45:00+00:00", "2026-03-01T17:00:00+00:00",
                                                            "99.0"]]
+
+
+def test_while_the_time_machine_shows_an_instant_the_windows_csv_is_the_chart_then_named_after_it(tmp_path):
+    write_gold(tmp_path, WINDOWS)
+    client = create_app(tmp_path).server.test_client()
+    live = store_snapshot(client)
+    past = {**live, "windows": live["windows"][:1],
+            "as_of": {"at": "2026-03-02T10:42:00+00:00", "label": "as of 2026-03-02 10:42:00 UTC"}}
+    sent = download(client, ids.EXPORT_WINDOWS, ids.DOWNLOAD_WINDOWS, live, past)[ids.DOWNLOAD_WINDOWS]["data"]
+    assert sent["filename"] == "trade-summary-2026-03-02-windows-as-of-10-42-00.csv"
+    assert [r[0] for r in rows(sent["content"])[1:]] == ["2026-03-02T09:00:00+00:00"]
+    for live_again in (None, "junk", {"as_of": "soon"}):  # Live, or a store the time machine never wrote
+        sent = download(client, ids.EXPORT_WINDOWS, ids.DOWNLOAD_WINDOWS, live, live_again)[ids.DOWNLOAD_WINDOWS]
+        assert sent["data"]["filename"] == "trade-summary-2026-03-02-windows.csv"
 
 
 def test_corrections_csv_holds_every_correction_of_the_day_not_only_the_feeds_newest(tmp_path):

@@ -1,61 +1,90 @@
-"""The time machine: the chart as gold stood at an earlier version, through the app's callbacks."""
+"""The time machine over a whole day, from gold's change history: the slider's span, Play at each
+speed, Live, the chart at an instant, the ghost of what was first reported, a window's
+revisions and the CSV as of an instant (pure functions, and through the app's callbacks)."""
 
 import json
-import re
-import time
 from datetime import datetime, timedelta, timezone
 
+import pandas as pd
 import pyarrow as pa
 import pytest
 
 from dashboard import ids
 from dashboard.app import create_app
 from dashboard.client import call, store_snapshot
-from dashboard.data import VersionReader, data_versions
+from dashboard.data import history_span
 from dashboard.figures import summary_figure
+from dashboard.panels.export import export_name, windows_export
+from dashboard.panels.time_machine import (
+    AS_OF_SHOWN,
+    DEFAULT_SPEED,
+    NO_HISTORY,
+    PICK_A_WINDOW,
+    PLAY_TICK_MS,
+    clicked_window,
+    instant_of,
+    next_instant,
+    revision_rows,
+    slider_marks,
+    slider_range,
+    speed_of,
+)
 from streaming.lake.store import Batch, Lake
-from streaming.lake.tables import CORRECTIONS, GOLD
+from streaming.lake.tables import CORRECTIONS, GOLD, SUMMARY_HISTORY
+from streaming.medallion.history import LATE, ON_TIME, in_change_order
 
 UTC = timezone.utc
 DAY = datetime(2026, 3, 2, tzinfo=UTC)
+T0 = datetime(2026, 3, 2, 10, 0, 0, 250_000, tzinfo=UTC)  # the day's first change (a batch's time)
+T0_S = int(T0.timestamp())  # the slider's first instant: the second of the first change
 PLAY_OUTPUTS = [f"{ids.TM_SLIDER}.value", f"{ids.TM_PLAY_TICK}.disabled", f"{ids.TM_PLAY}.children"]
 
 
-def gold_rows(windows: dict[str, float], batch: int) -> pa.Table:
-    """windows: HH:MM -> buy amount (sell 100, one trade each)."""
-    starts = [DAY.replace(hour=int(hm[:2]), minute=int(hm[3:])) for hm in windows]
-    buys = list(windows.values())
-    return pa.table({
-        "window_start": starts, "window_end": [s + timedelta(minutes=15) for s in starts],
-        "buy_amount": buys, "sell_amount": [100.0] * len(starts),
-        "settlement_amount": [b - 100.0 for b in buys], "trade_count": [1] * len(starts),
-        "revision": [1] * len(starts), "updated_at": [datetime.now(UTC)] * len(starts),
-        "batch_id": [batch] * len(starts),
-    }).cast(GOLD.schema)
+def at(hm: str, day: datetime = DAY) -> datetime:
+    return day.replace(hour=int(hm[:2]), minute=int(hm[3:]))
 
 
-def correction(at: datetime) -> pa.Table:
-    start = DAY.replace(hour=9, minute=15)
-    row = {"window_start": start, "window_end": start + timedelta(minutes=15),
-           "buy_amount_before": 200.0, "buy_amount_after": 230.0, "sell_amount_before": 100.0,
-           "sell_amount_after": 100.0, "settlement_amount_before": 100.0, "settlement_amount_after": 130.0,
-           "trade_count_before": 1, "trade_count_after": 2, "late_trades": 1, "corrected_at": at,
-           "watermark": DAY.replace(hour=9), "batch_id": 1, "query_id": "q"}
-    return pa.Table.from_pylist([row], schema=CORRECTIONS.schema)
+def change(hm: str, buy: float, changed_at: datetime, cause: str, batch: int, day: datetime = DAY) -> dict:
+    start = at(hm, day)
+    return {"window_start": start, "window_end": start + timedelta(minutes=15), "buy_amount": buy,
+            "sell_amount": 100.0, "settlement_amount": buy - 100.0, "trade_count": int(buy // 100),
+            "changed_at": changed_at, "cause": cause, "batch_id": batch, "query_id": "q"}
+
+
+# 2026-03-02: 09:00 and 09:15 on time at T0; 09:15 corrected by a late trade a minute later;
+# 09:30 on time two minutes later. 2026-03-01: one window, changed once.
+CHANGES = [change("09:00", 1000.0, T0, ON_TIME, 0), change("09:15", 200.0, T0, ON_TIME, 0),
+           change("09:15", 230.0, T0 + timedelta(minutes=1), LATE, 1),
+           change("09:30", 500.0, T0 + timedelta(minutes=2), ON_TIME, 2)]
+PAST_DAY = DAY - timedelta(days=1)
+PAST_CHANGES = [change("16:45", 300.0, at("17:00", PAST_DAY), ON_TIME, 0, PAST_DAY)]
+
+
+def ordered(rows=CHANGES) -> pa.Table:
+    return in_change_order(pa.Table.from_pylist(rows, schema=SUMMARY_HISTORY.schema))
+
+
+def gold_of(rows: list[dict]) -> pa.Table:
+    """Gold now: each window's last change."""
+    last = {row["window_start"]: row for row in rows}
+    return pa.Table.from_pylist([{**{k: v for k, v in row.items() if k in GOLD.schema.names}, "revision": 1,
+                                  "updated_at": row["changed_at"]} for row in last.values()], schema=GOLD.schema)
 
 
 @pytest.fixture
 def lake(tmp_path):
-    """Gold in three versions: v0 09:00 and 09:15 (buy 200); v1 09:15 corrected to 230 (the
-    correction recorded between the two commits); v2 a new window 09:30."""
     lake = Lake(tmp_path)
-    lake.publish(GOLD, gold_rows({"09:00": 1000.0, "09:15": 200.0}, 0), Batch("fixture", 0))
-    time.sleep(0.01)
-    corrected_at = datetime.now(UTC)
-    time.sleep(0.01)
-    lake.publish(GOLD, gold_rows({"09:15": 230.0}, 1), Batch("fixture", 1))
-    lake.publish(CORRECTIONS, correction(corrected_at), Batch("fixture", 0))
-    lake.publish(GOLD, gold_rows({"09:30": 50.0}, 2), Batch("fixture", 2))
+    rows = PAST_CHANGES + CHANGES
+    for batch in range(3):  # as the gold step writes them: a commit per batch
+        lake.publish(SUMMARY_HISTORY, pa.Table.from_pylist([r for r in rows if r["batch_id"] == batch],
+                                                           schema=SUMMARY_HISTORY.schema), Batch("q", batch))
+    lake.publish(GOLD, gold_of(rows), Batch("fixture", 0))
+    correction = {"window_start": at("09:15"), "window_end": at("09:30"), "buy_amount_before": 200.0,
+                  "buy_amount_after": 230.0, "sell_amount_before": 100.0, "sell_amount_after": 100.0,
+                  "settlement_amount_before": 100.0, "settlement_amount_after": 130.0, "trade_count_before": 2,
+                  "trade_count_after": 2, "late_trades": 1, "corrected_at": T0 + timedelta(minutes=1),
+                  "watermark": at("09:00"), "batch_id": 1, "query_id": "q"}
+    lake.publish(CORRECTIONS, pa.Table.from_pylist([correction], schema=CORRECTIONS.schema), Batch("q", 1))
     return lake
 
 
@@ -64,163 +93,208 @@ def client(lake):
     return create_app(lake).server.test_client()
 
 
-def history(client) -> dict:
-    return call(client, [f"{ids.TM_HISTORY}.data", f"{ids.TM_SLIDER}.min", f"{ids.TM_SLIDER}.max",
-                         f"{ids.TM_SLIDER}.marks"], {f"{ids.TICK}.n_intervals": 1}, {f"{ids.TM_HISTORY}.data": None})
-
-
-def choose(client, version, versions, live=None) -> tuple[dict | None, str]:
+def choose(client, value, day=None) -> tuple[dict | None, str]:
     answer = call(client, [f"{ids.AS_OF}.data", f"{ids.TM_LABEL}.children"],
-                  {f"{ids.TM_SLIDER}.value": version, f"{ids.DAY_PICKER}.value": None},
-                  {f"{ids.TM_HISTORY}.data": versions, f"{ids.SNAPSHOT}.data": live})
+                  {f"{ids.TM_SLIDER}.value": value}, {f"{ids.DAY_PICKER}.value": day})
     return answer[ids.AS_OF]["data"], answer[ids.TM_LABEL]["children"]
 
 
-def as_of_chart(client, past) -> dict:
+def as_of_chart(client, past, first_reported: bool = False) -> dict:
     return call(client, [f"{ids.AS_OF_CHART}.figure", f"{ids.AS_OF_CHART}.style", f"{ids.CHART}.style"],
                 {f"{ids.AS_OF}.data": past, f"{ids.CHART_MODE}.value": ids.MODE_WINDOW,
-                 f"{ids.FIRST_REPORTED}.value": []})
+                 f"{ids.FIRST_REPORTED}.value": ["on"] if first_reported else []})
 
 
-def press(client, trigger: str, version, versions, playing: bool = False) -> dict:
-    return call(client, PLAY_OUTPUTS, {f"{ids.TM_PLAY}.n_clicks": 1, f"{ids.TM_PLAY_TICK}.n_intervals": 1,
-                                       f"{ids.TM_LIVE}.n_clicks": 1},
-                {f"{ids.TM_SLIDER}.value": version, f"{ids.TM_PLAY_TICK}.disabled": not playing,
-                 f"{ids.TM_HISTORY}.data": versions}, changed=trigger)
+def spread(client, live) -> dict:
+    return call(client, [f"{ids.TM_SLIDER}.{p}" for p in ("min", "max", "marks", "disabled")],
+                {f"{ids.SNAPSHOT}.data": live},
+                {f"{ids.TM_SLIDER}.min": 0, f"{ids.TM_SLIDER}.max": 0, f"{ids.TM_SLIDER}.disabled": True})
 
 
-def test_the_slider_lists_gold_data_versions_oldest_first_with_their_commit_times(client, lake):
-    answer = history(client)
-    versions = answer[ids.TM_HISTORY]["data"]
-    assert [v for v, _ in versions] == [0, 1, 2]
-    commits = {c["version"]: c["timestamp"] for c in lake.history(GOLD)}
-    assert all(at == commits[v] for v, at in versions)
-    assert answer[ids.TM_SLIDER]["min"] == 0 and answer[ids.TM_SLIDER]["max"] == 2
-    assert set(answer[ids.TM_SLIDER]["marks"]) == {"0", "2"}
+def revisions_drawn(client, click, past=None, on_as_of_chart=False) -> str:
+    clicked = ids.AS_OF_CHART if on_as_of_chart else ids.CHART
+    window = call(client, [f"{ids.REVISION_WINDOW}.data"],
+                  {f"{ids.CHART}.clickData": None if on_as_of_chart else click,
+                   f"{ids.AS_OF_CHART}.clickData": click if on_as_of_chart else None},
+                  changed=f"{clicked}.clickData")[ids.REVISION_WINDOW]["data"]
+    drawn = call(client, [f"{ids.REVISIONS}.children"], {f"{ids.REVISION_WINDOW}.data": window,
+                                                         f"{ids.AS_OF}.data": past})
+    return json.dumps(drawn[ids.REVISIONS]["children"])
 
 
-def test_compactions_are_not_stops_on_the_slider_as_they_change_no_values():
-    commits = [{"version": 3, "timestamp": 30, "operation": "OPTIMIZE"},
-               {"version": 2, "timestamp": 20, "operation": "MERGE"},
-               {"version": 1, "timestamp": 10, "operation": "VACUUM END"},
-               {"version": 0, "timestamp": 0, "operation": "WRITE"}]
-    assert data_versions(commits) == [[0, 0], [2, 20]]
+# The slider's span and marks
+
+def test_the_slider_spans_the_day_from_its_first_change_to_its_last_in_whole_seconds():
+    span = history_span(ordered())
+    assert span == [T0_S, T0_S + 120]
+    assert instant_of(T0_S, span) == pd.Timestamp("2026-03-02T10:00:00.999999Z")  # the end of that second
+    low, high, marks, disabled = slider_range(span)
+    assert (low, high, disabled) == (T0_S, T0_S + 120, False)
+    assert all(low <= int(mark) <= high for mark in marks) and "10:01:00" in marks.values()
 
 
-def test_choosing_an_earlier_version_draws_its_values_by_the_same_figure_code_and_says_as_of(client):
-    versions = history(client)[ids.TM_HISTORY]["data"]
-    past, label = choose(client, 0, versions)
-    at = datetime.fromtimestamp(versions[0][1] / 1000, UTC)
-    assert label == f"as of {at:%H:%M:%S} UTC, version 0"
-    assert re.fullmatch(r"as of \d\d:\d\d:\d\d UTC, version 0", label)
+def test_a_day_without_history_gives_a_disabled_slider_and_says_so():
+    assert history_span(ordered([])) is None
+    assert slider_range(None) == (0, 0, {}, True)
+    assert instant_of(T0_S, None) == NO_HISTORY
+
+
+def test_the_marks_of_a_whole_trading_day_are_round_hours_as_hh_mm():
+    nine = int(at("09:00").timestamp())
+    marks = slider_marks([nine + 17, nine + 8 * 3600])
+    assert list(marks.values()) == ["10:00", "12:00", "14:00", "16:00"]
+
+
+# Play, Pause, speeds and Live
+
+@pytest.mark.parametrize("speed", [1, 10, 60, 600])
+def test_playing_moves_the_instant_on_by_the_tick_times_the_speed(speed):
+    span = [T0_S, T0_S + 100_000]
+    value, disabled, button = next_instant(ids.TM_PLAY_TICK, T0_S + 5, False, speed, span)
+    assert value == T0_S + 5 + PLAY_TICK_MS * speed // 1000 and disabled is False and button == "Pause"
+
+
+@pytest.mark.parametrize("speed", [1, 10, 60, 600])
+def test_playing_stops_at_the_days_last_change(speed):
+    span = [T0_S, T0_S + 120]
+    assert next_instant(ids.TM_PLAY_TICK, T0_S + 119, False, speed, span) == (T0_S + 120, True, "Play")
+    assert next_instant(ids.TM_PLAY_TICK, T0_S + 120, False, speed, span) == (T0_S + 120, True, "Play")
+
+
+def test_play_starts_at_the_days_first_change_from_live_or_from_the_end_and_pauses():
+    span = [T0_S, T0_S + 120]
+    assert next_instant(ids.TM_PLAY, None, True, 60, span) == (T0_S, False, "Pause")
+    assert next_instant(ids.TM_PLAY, T0_S + 120, True, 60, span) == (T0_S, False, "Pause")
+    assert next_instant(ids.TM_PLAY, T0_S + 30, True, 60, span) == (T0_S + 30, False, "Pause")  # goes on from there
+    paused = next_instant(ids.TM_PLAY, T0_S + 30, False, 60, span)
+    assert paused[1:] == (True, "Play")
+
+
+def test_a_tick_after_a_pause_moves_nothing():
+    assert next_instant(ids.TM_PLAY_TICK, T0_S + 30, True, 60, [T0_S, T0_S + 120])[1:] == (True, "Play")
+    assert next_instant(ids.TM_PLAY_TICK, None, True, 60, [T0_S, T0_S + 120])[1:] == (True, "Play")
+
+
+def test_a_history_spread_over_days_gets_a_few_marks_not_one_a_day():
+    nine = int(at("09:00").timestamp())
+    assert len(slider_marks([nine, nine + 30 * 86400])) <= 7
+
+
+@pytest.mark.parametrize("trigger", [ids.TM_LIVE, ids.DAY_PICKER])
+def test_live_and_another_day_return_to_the_live_chart(trigger):
+    assert next_instant(trigger, T0_S + 30, False, 60, [T0_S, T0_S + 120]) == (None, True, "Play")
+
+
+@pytest.mark.parametrize("value", [None, 0, 7, "600", True, 600.0])
+def test_a_speed_other_than_1_10_60_or_600_plays_at_the_default(value):
+    assert speed_of(value) == (600 if value == 600.0 else DEFAULT_SPEED)
+
+
+@pytest.mark.parametrize("value", [T0_S - 1, T0_S + 121, "abc", True, [1]])
+def test_an_instant_outside_the_days_history_gives_a_message_not_an_error(client, value):
+    past, label = choose(client, value)
+    assert past is None and "not an instant of this day's history" in label and "10:00:00 to 10:02:00" in label
+
+
+# The chart at an instant
+
+def test_an_instant_draws_the_day_as_it_stood_then_by_the_same_figure_code(client):
+    past, label = choose(client, T0_S)
+    assert label == f"as of 2026-03-02 {datetime.fromtimestamp(T0_S, UTC):%H:%M:%S} UTC"
+    assert [(w["window_start"][11:16], w["buy_amount"], w["revision"]) for w in past["windows"]] == [
+        ("09:00", 1000.0, 1), ("09:15", 200.0, 1)]  # before the correction and the 09:30 window
+    assert past["corrections"] == [] and past["counters"]["corrections"] == 0
     drawn = as_of_chart(client, past)
     figure = drawn[ids.AS_OF_CHART]["figure"]
     assert figure["data"] == summary_figure(past)["data"]  # the live chart's figure code
-    assert figure["data"][0]["y"] == [1000.0, 200.0]  # before the correction and the 09:30 window
     assert label in json.dumps(figure["layout"]["annotations"])
-    assert drawn[ids.CHART]["style"] == {"display": "none"} and drawn[ids.AS_OF_CHART]["style"] == {}
+    assert drawn[ids.CHART]["style"] == {"display": "none"} and drawn[ids.AS_OF_CHART]["style"] == AS_OF_SHOWN
 
 
-def test_corrections_made_after_the_chosen_version_are_not_shown(client):
-    versions = history(client)[ids.TM_HISTORY]["data"]
-    before, _ = choose(client, 0, versions)
-    assert before["corrections"] == [] and before["counters"]["corrections"] == 0
-    figure = as_of_chart(client, before)[ids.AS_OF_CHART]["figure"]
-    assert not [t for t in figure["data"] if t["name"] == "Corrected by late trades"]
+def test_after_the_correction_the_chart_shows_it_and_its_ghost_as_first_reported(client):
+    past, _ = choose(client, T0_S + 60)
+    corrected = past["windows"][1]
+    assert (corrected["buy_amount"], corrected["buy_amount_first"], corrected["revision"]) == (230.0, 200.0, 2)
+    assert len(past["windows"]) == 2 and len(past["corrections"]) == 1
+    figure = as_of_chart(client, past, first_reported=True)[ids.AS_OF_CHART]["figure"]
+    names = [trace["name"] for trace in figure["data"]]
+    assert "Corrected by late trades" in names and "Buy as first reported" in names
 
-    after, _ = choose(client, 1, versions)
-    assert after["windows"][1]["buy_amount"] == 230.0 and len(after["corrections"]) == 1
-    assert len(after["windows"]) == 2  # the 09:30 window came later
+
+def test_a_past_day_picked_is_played_back_over_its_own_changes(client):
+    live = store_snapshot(client, day="2026-03-01")
+    span = live["history_span"]
+    assert span == [int(at("17:00", PAST_DAY).timestamp())] * 2
+    answer = spread(client, live)
+    assert answer[ids.TM_SLIDER]["min"] == span[0] and answer[ids.TM_SLIDER]["disabled"] is False
+    past, label = choose(client, span[0], day="2026-03-01")
+    assert past["day"] == "2026-03-01" and [w["buy_amount"] for w in past["windows"]] == [300.0]
+    assert label == "as of 2026-03-01 17:00:00 UTC"
 
 
 def test_live_returns_to_the_current_values(client):
-    versions = history(client)[ids.TM_HISTORY]["data"]
-    assert press(client, f"{ids.TM_LIVE}.n_clicks", 0, versions, playing=True) == {
-        ids.TM_SLIDER: {"value": None}, ids.TM_PLAY_TICK: {"disabled": True}, ids.TM_PLAY: {"children": "Play"}}
-    past, label = choose(client, None, versions)
+    past, label = choose(client, None)
     assert past is None and label == "Live"
     drawn = as_of_chart(client, past)
     assert drawn[ids.CHART]["style"] == {} and drawn[ids.AS_OF_CHART]["style"] == {"display": "none"}
+    assert [w["buy_amount"] for w in store_snapshot(client)["windows"]] == [1000.0, 230.0, 500.0]
+
+
+def test_the_live_ghost_as_first_reported_comes_from_the_history(client):
     live = store_snapshot(client)
-    assert [w["buy_amount"] for w in live["windows"]] == [1000.0, 230.0, 50.0]
+    assert [(w["buy_amount"], w["buy_amount_first"]) for w in live["windows"]] == [
+        (1000.0, 1000.0), (200.0 + 30.0, 200.0), (500.0, 500.0)]
+    assert live["history_span"] == [T0_S, T0_S + 120]
 
 
-@pytest.mark.parametrize("version", [99, -1, "abc", True, [1]])
-def test_a_version_outside_the_history_gives_a_message_not_an_error(client, version):
-    versions = history(client)[ids.TM_HISTORY]["data"]
-    past, label = choose(client, version, versions)
-    assert past is None and "not in gold's history" in label and "versions 0 to 2" in label
+# A window's revisions
+
+def test_the_revision_rows_of_a_window_are_its_changes_oldest_first_later_ones_marked():
+    rows = revision_rows(ordered(), "2026-03-02T09:15:00+00:00", instant_of(T0_S, history_span(ordered())))
+    assert [(r["buy"], r["sell"], r["net"], r["trades"], r["cause"], r["later"]) for r in rows] == [
+        (200.0, 100.0, 100.0, 2, ON_TIME, False), (230.0, 100.0, 130.0, 2, LATE, True)]
+    assert rows[0]["changed_at"] == T0.isoformat()
+    assert [r["later"] for r in revision_rows(ordered(), "2026-03-02T09:15:00+00:00")] == [False, False]
 
 
-def test_choosing_a_version_before_any_history_is_read_says_so(client):
-    past, label = choose(client, 1, None)
-    assert past is None and label.startswith("No history yet")
+def test_a_click_gives_the_window_from_customdata_or_plotlys_zoneless_x():
+    assert clicked_window({"points": [{"x": "2026-03-02 09:15", "customdata": "2026-03-02T09:15:00+00:00"}]}) \
+        == "2026-03-02T09:15:00+00:00"
+    assert clicked_window({"points": [{"x": "2026-03-02 09:15"}]}) == "2026-03-02T09:15:00+00:00"
+    assert clicked_window({"points": [{"customdata": 5, "x": "2026-03-02 09:30"}]}) == "2026-03-02T09:30:00+00:00"
+    for junk in (None, {}, {"points": []}, {"points": ["x"]}, {"points": [{"x": "soon"}]}):
+        assert clicked_window(junk) is None
 
 
-def test_play_steps_through_the_versions_and_stops_at_the_newest(client):
-    versions = history(client)[ids.TM_HISTORY]["data"]
-    tick = f"{ids.TM_PLAY_TICK}.n_intervals"
-    started = press(client, f"{ids.TM_PLAY}.n_clicks", None, versions)
-    assert started == {ids.TM_SLIDER: {"value": 0}, ids.TM_PLAY_TICK: {"disabled": False},
-                       ids.TM_PLAY: {"children": "Pause"}}
-    assert press(client, tick, 0, versions, playing=True)[ids.TM_SLIDER]["value"] == 1
-    last = press(client, tick, 1, versions, playing=True)
-    assert last[ids.TM_SLIDER]["value"] == 2 and last[ids.TM_PLAY_TICK]["disabled"] is True
-    paused = press(client, f"{ids.TM_PLAY}.n_clicks", 1, versions, playing=True)
-    assert paused == {ids.TM_PLAY_TICK: {"disabled": True}, ids.TM_PLAY: {"children": "Play"}}
+def test_clicking_a_window_on_the_live_chart_lists_each_of_its_changes(client):
+    live = store_snapshot(client)
+    figure = summary_figure(live)
+    click = {"points": [{"x": "2026-03-02 09:15", "customdata": figure["data"][0]["customdata"][1]}]}
+    text = revisions_drawn(client, click)
+    assert "2026-03-02 09:15 window: 2 changes" in text
+    assert "$200.00" in text and "$230.00" in text and "on time" in text and "late trades" in text
 
 
-def test_reading_a_version_twice_uses_the_cache(lake, monkeypatch):
-    reads = []
-    original = Lake.read
-
-    def counted(self, table, columns=None, where=None, version=None):
-        reads.append(version)
-        return original(self, table, columns, where, version)
-
-    monkeypatch.setattr(Lake, "read", counted)
-    client = create_app(lake).server.test_client()
-    versions = history(client)[ids.TM_HISTORY]["data"]
-    first, _ = choose(client, 1, versions)
-    again, _ = choose(client, 1, versions)
-    assert first == again and reads.count(1) == 1
-
-    reader = VersionReader(lake, size=2)
-    for version in (0, 1, 0, 2, 1):
-        reader.read(version)
-    assert (reader.hits, reader.misses) == (1, 4)  # 1 was the least recently used when 2 came in
+def test_clicking_a_window_on_the_chart_at_an_instant_fades_the_changes_made_after_it(client):
+    past, _ = choose(client, T0_S)
+    text = revisions_drawn(client, {"points": [{"x": "2026-03-02 09:15"}]}, past, on_as_of_chart=True)
+    assert "1 of 2 changes made by 10:00:00 UTC" in text and "after-instant" in text
 
 
-def test_old_versions_stay_readable_after_the_writers_compaction(tmp_path):
-    lake = Lake(tmp_path)
-    for batch in range(21):  # a window per batch; version 20 is compacted by the writer: OPTIMIZE, version 21
-        minutes = 9 * 60 + 15 * batch
-        lake.publish(GOLD, gold_rows({f"{minutes // 60:02d}:{minutes % 60:02d}": float(batch)}, batch),
-                     Batch("fixture", batch))
-    assert lake.history(GOLD, 1)[0]["operation"] == "OPTIMIZE"
-    client = create_app(lake).server.test_client()
-    versions = history(client)[ids.TM_HISTORY]["data"]
-    assert [v for v, _ in versions] == list(range(21))
-    past, label = choose(client, 3, versions)
-    assert [w["buy_amount"] for w in past["windows"]] == [0.0, 1.0, 2.0, 3.0] and label.endswith("version 3")
-    past, label = choose(client, 21, versions)
-    assert "not in gold's history" in label  # the compaction itself is no stop
+def test_before_any_click_the_revisions_panel_says_how_to_choose_a_window(client):
+    page = json.dumps(client.get("/_dash-layout").get_json())
+    assert PICK_A_WINDOW in page and ids.REVISIONS in page
 
 
-def test_a_version_whose_files_were_vacuumed_gives_a_message_not_an_error(tmp_path):
-    lake = Lake(tmp_path)
-    for batch in range(21):
-        minutes = 9 * 60 + 15 * batch
-        lake.publish(GOLD, gold_rows({f"{minutes // 60:02d}:{minutes % 60:02d}": float(batch)}, batch),
-                     Batch("fixture", batch))
-    lake.open(GOLD).vacuum(retention_hours=0, dry_run=False, enforce_retention_duration=False)
-    lake.publish(GOLD, gold_rows({"09:00": 99.0}, 21), Batch("fixture", 21))  # after the vacuum's own commits
-    client = create_app(lake).server.test_client()
-    versions = history(client)[ids.TM_HISTORY]["data"]
-    past, label = choose(client, 3, versions)
-    assert past is None and label == "Version 3 can no longer be read (a vacuum may have removed its files)."
-    newest = versions[-1][0]
-    assert [v for v, _ in versions[-2:]] == [20, newest]  # OPTIMIZE and the vacuum's commits are no stops
-    now, label = choose(client, newest, versions)  # on the compacted files, which the vacuum kept
-    assert len(now["windows"]) == 21 and now["windows"][0]["buy_amount"] == 99.0
-    assert label.endswith(f"version {newest}")
+# The CSV as of an instant
+
+def test_the_windows_csv_as_of_an_instant_is_named_after_the_instant_and_holds_its_windows(client):
+    assert export_name("2026-03-02", "windows", pd.Timestamp("2026-03-02T10:42:00Z")) == \
+        "trade-summary-2026-03-02-windows-as-of-10-42-00.csv"
+    live = store_snapshot(client)
+    past, _ = choose(client, T0_S)
+    content, name = windows_export(live, past)
+    assert name == f"trade-summary-2026-03-02-windows-as-of-{datetime.fromtimestamp(T0_S, UTC):%H-%M-%S}.csv"
+    assert [line.split(",")[2] for line in content.splitlines()[1:]] == ["1000.0", "200.0"]
+    content, name = windows_export(live, None)  # Live: the live windows
+    assert name == "trade-summary-2026-03-02-windows.csv" and len(content.splitlines()) == 4
