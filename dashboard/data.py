@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from typing import Iterable
 
 import numpy as np
 import pandas as pd
@@ -232,19 +233,34 @@ def late_data(corrections: pd.DataFrame | None, late_trades: pd.DataFrame | None
     }
 
 
-def exactly_once_evidence(lake: Lake, kafka_ends: dict[str, int]) -> dict:
-    """What each table holds per Kafka partition, against the topic's end offsets; and gold's
-    trade count against silver's on-time trades up to the offsets gold has counted. Aggregates
-    over the key columns only (offsets, ids), read when asked, never per refresh."""
+def exactly_once_evidence(lake: Lake, partitions: Iterable[str] = ()) -> dict:
+    """What each table holds per Kafka partition (these, e.g. Kafka's, and those read) at one
+    point: up to the offsets gold's ledger had recorded at `at` (exactly_once_counts); and
+    gold's trade count against silver's on-time trades up to those offsets. Aggregates over the
+    key columns only (offsets, ids), read when asked, never per refresh."""
     counts = exactly_once_counts(lake)
-    partitions = []
-    for tp in sorted(set(kafka_ends) | set(counts["bronze"])):
-        bronze = counts["bronze"].get(tp, {"records": 0, "offsets": 0})
-        silver, quarantined = counts["silver"].get(tp, 0), counts["quarantine"].get(tp, 0)
-        partitions.append({"partition": tp, "kafka_end": kafka_ends.get(tp), "bronze": bronze["records"],
-                           "bronze_doubled": bronze["records"] - bronze["offsets"], "silver": silver,
-                           "quarantine": quarantined, "redeliveries": bronze["records"] - silver - quarantined,
-                           "counted_to": counts["counted"].get(tp)})
-    return {"partitions": partitions, "gold_trades": counts["gold_trades"],
+    rows = [partition_evidence(tp, counts["counted"].get(tp), counts["bronze"].get(tp), counts["silver"].get(tp, 0),
+                               counts["quarantine"].get(tp, 0))
+            for tp in sorted(set(partitions) | set(counts["counted"]) | set(counts["bronze"]), key=partition_order)]
+    return {"at": counts["at"], "partitions": rows, "gold_trades": counts["gold_trades"],
             "silver_on_time": counts["silver_counted"] - counts["late_counted"],
             "silver_doubled": counts["silver_doubled"]}
+
+
+def partition_order(tp: str) -> tuple[str, int]:
+    topic, partition = tp.rsplit(":", 1)
+    return topic, int(partition)
+
+
+def partition_evidence(tp: str, counted_to: int | None, bronze: dict | None, silver: int, quarantine: int) -> dict:
+    """One partition's row, every figure below `counted_to` (the offset read up to): bronze's
+    records, those it holds twice (the same offset and Kafka time: never), the offsets Kafka gave
+    out again (a broker that lost its tail: new records), silver's trades, quarantine's records,
+    the redeliveries silver dropped (the rest) and the offsets below `counted_to` bronze lacks
+    (removed by Kafka before they were read or before the first read; transaction markers)."""
+    bronze = bronze or {"records": 0, "distinct_records": 0, "offsets": 0}
+    return {"partition": tp, "counted_to": counted_to, "bronze": bronze["records"],
+            "bronze_doubled": bronze["records"] - bronze["distinct_records"],
+            "offsets_reused": bronze["distinct_records"] - bronze["offsets"], "silver": silver,
+            "quarantine": quarantine, "redeliveries": bronze["records"] - silver - quarantine,
+            "not_in_bronze": (counted_to or 0) - bronze["offsets"]}

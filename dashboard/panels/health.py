@@ -25,12 +25,16 @@ def _rate(value) -> str:
 
 
 def health_table(snapshot: dict | None):
-    """Per query: state (with the error), batch, rates, duration, watermark. (The stream keeps no
-    Spark state, so there are no state rows or watermark drops to show: the too-late list has them.)"""
+    """Per query: state (with the error; "resuming from its checkpoint" until its first batch
+    after a restart, its lag and watermark the checkpoint's), batch, rates, duration, watermark.
+    (The stream keeps no Spark state, so there are no state rows or watermark drops to show: the
+    too-late list has them.)"""
     status = (snapshot or {}).get("status", {})
     rows = []
     for q in status.get("queries", []):
         state = f"FAILED: {q['error'][:300]}" if q["error"] else "active" if q["active"] else "stopped"
+        if q.get("resumed") and not q["error"]:  # no batch since the restart: its checkpoint's figures
+            state += ", resuming from its checkpoint"
         rows.append([q["name"], state, "—" if q["batch_id"] is None else f"{q['batch_id']:,}",
                      _rate(q["input_rows_per_second"]), _rate(q["processed_rows_per_second"]),
                      "—" if q["batch_duration_ms"] is None else f"{q['batch_duration_ms']:,} ms",

@@ -4,7 +4,7 @@ The reads that follow a table's versions file by file are in increments.py."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Sequence
 
 import pyarrow as pa
@@ -40,35 +40,39 @@ def _first(rows: pa.Table | None, column: str) -> int:
 
 
 def exactly_once_counts(lake: Lake) -> dict:
-    """What each table holds, over the key columns only (offsets, ids). Per "topic:partition":
-    the offset the gold ledger has counted up to (`counted`), bronze's records and distinct
-    offsets, silver's trades, quarantine's records. Then gold's trade count, silver's trades
-    before the counted offsets, the too-late trades not backfilled among those, and the
-    trades silver holds twice."""
+    """What each table holds at one point, over the key columns only (offsets, ids): up to the
+    offsets gold's ledger has recorded per "topic:partition" (`counted`), read with gold and the
+    too-late list at one micro-batch (`at`: when). Bronze, silver and quarantine are counted
+    below those offsets only (the batch being written is in the next count): bronze's records,
+    distinct records (offset and Kafka time) and distinct offsets, silver's trades,
+    quarantine's records. Then gold's trade count, the too-late trades not backfilled among
+    those, and the trades silver holds twice."""
     topic, partition, offset = quote("topic"), quote("partition"), quote("offset")
     with lake.writing(*GOLD_WRITES):  # gold, the ledger and the too-late list at one micro-batch
+        at = datetime.now(timezone.utc)
         counted = _per_partition(lake.query(BATCH_WATERMARKS, f"SELECT {topic}, {partition}, max(end_offset) AS "
                                                               f"end_offset FROM t {BY_PARTITION}"), "end_offset")
         gold = lake.query(GOLD, "SELECT sum(trade_count) AS trades FROM t")
         late = lake.read(LATE_TRADES, ["topic", "partition", "offset"], f"{quote('backfilled_at')} IS NULL")
+    ends = {tp: values["end_offset"] for tp, values in counted.items()}
+    # Below the ledger's ends the batches are done: bronze, silver and quarantine commit before it.
+    cut = before_offsets({(tp.rsplit(":", 1)[0], int(tp.rsplit(":", 1)[1])): end for tp, end in ends.items()})
     # A record is its offset and Kafka time: a broker that lost its tail gives offsets out again.
     bronze = _per_partition(lake.query(BRONZE, f"SELECT {topic}, {partition}, sum(copies) AS records, count(*) AS "
-                                               f"offsets FROM (SELECT {topic}, {partition}, count(*) AS copies FROM t "
+                                               f"distinct_records, count(DISTINCT {offset}) AS offsets FROM (SELECT "
+                                               f"{topic}, {partition}, {offset}, count(*) AS copies FROM t WHERE {cut} "
                                                f"GROUP BY {topic}, {partition}, {offset}, {quote('timestamp')}) "
                                                f"{BY_PARTITION}"),
-                            "records", "offsets")
-    silver = _per_partition(lake.query(SILVER, f"SELECT {topic}, {partition}, count(*) AS trades FROM t "
+                            "records", "distinct_records", "offsets")
+    silver = _per_partition(lake.query(SILVER, f"SELECT {topic}, {partition}, count(*) AS trades FROM t WHERE {cut} "
                                                f"{BY_PARTITION}"), "trades")
     quarantined = _per_partition(lake.query(QUARANTINE, f"SELECT {topic}, {partition}, count(*) AS records FROM t "
-                                                        f"{BY_PARTITION}"), "records")
-    doubled = lake.query(SILVER, "SELECT count(*) AS n FROM (SELECT trade_id, event_time FROM t "
+                                                        f"WHERE {cut} {BY_PARTITION}"), "records")
+    doubled = lake.query(SILVER, f"SELECT count(*) AS n FROM (SELECT trade_id, event_time FROM t WHERE {cut} "
                                  "GROUP BY trade_id, event_time HAVING count(*) > 1)")
-    ends = {tp: values["end_offset"] for tp, values in counted.items()}
-    cut = before_offsets({(tp.rsplit(":", 1)[0], int(tp.rsplit(":", 1)[1])): end for tp, end in ends.items()})
-    silver_counted = lake.query(SILVER, f"SELECT count(*) AS n FROM t WHERE {cut}")
     late_counted = sum(1 for r in late.to_pylist() if r["offset"] < ends.get(f"{r['topic']}:{r['partition']}", 0))
-    return {"counted": ends, "bronze": bronze,
-            "silver": {tp: values["trades"] for tp, values in silver.items()},
+    silver_trades = {tp: values["trades"] for tp, values in silver.items()}
+    return {"at": at, "counted": ends, "bronze": bronze, "silver": silver_trades,
             "quarantine": {tp: values["records"] for tp, values in quarantined.items()},
-            "gold_trades": _first(gold, "trades"), "silver_counted": _first(silver_counted, "n"),
+            "gold_trades": _first(gold, "trades"), "silver_counted": sum(silver_trades.values()),
             "late_counted": late_counted, "silver_doubled": _first(doubled, "n")}

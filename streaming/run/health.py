@@ -1,7 +1,9 @@
 """Pipeline health: one snapshot of the queries, the Kafka lag and the producer, sampled on a
 thread so the dashboard, `/api/status` and the terminal log all read the same figures.
 
-Lag per partition = the topic's end offset minus the offset a query has processed up to.
+Lag per partition = the topic's end offset minus the offset a query has processed up to. Until a
+query reports its first batch after a (re)start, it has processed up to where its checkpoint
+resumes, with the watermark that point gives (resume_point): not from offset 0, with none.
 """
 
 from __future__ import annotations
@@ -10,17 +12,71 @@ import collections
 import dataclasses
 import logging
 import threading
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Callable, Mapping
 
 from confluent_kafka import KafkaException
 
 from streaming.kafka.clients import EndOffsets
+from streaming.lake.checkpoints import QueryCheckpoint
+from streaming.lake.lookups import latest_event_time_before, ledger_watermark
+from streaming.lake.store import Lake
+from streaming.medallion.lateness import EPOCH
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
 log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class Resume:
+    """Where a query resumes after a (re)start: its checkpoint's committed offsets and the
+    watermark its next batch applies."""
+
+    offsets: dict[str, int]  # "topic:partition" -> the next offset to process
+    watermark: str | None  # as QueryStatus writes it; None before any trade
+
+
+def status_time(instant: datetime | None) -> str | None:
+    """A time as QueryStatus writes a watermark: '2026-03-02T09:02:00.000Z'."""
+    return None if instant is None else instant.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def watermark_after(latest: datetime | None, delay: timedelta) -> datetime | None:
+    """The watermark after trades up to `latest` (the sink's rule): None until it passes the epoch."""
+    return latest - delay if latest is not None and latest - delay > EPOCH else None
+
+
+def resume_point(lake: Lake, checkpoint: QueryCheckpoint, delay: timedelta) -> Resume | None:
+    """Where the query of this checkpoint resumes (None before it has committed a batch): the
+    offsets its last committed batch read to, and the watermark over silver's trades before
+    them, found as the sink finds it on its first batch after a restart."""
+    if not checkpoint.started:
+        return None
+    last = checkpoint.last_committed_batch()
+    entry = checkpoint.offset_log(last) if last is not None else None
+    if last is None or entry is None or not entry.ends:
+        return None
+    bound = ledger_watermark(lake, checkpoint.query_id, last)  # the last batch's: at or below the latest
+    latest = latest_event_time_before(lake, entry.ends, bound if bound and bound > EPOCH else None)
+    return Resume({f"{t}:{p}": o for (t, p), o in entry.ends.items()}, status_time(watermark_after(latest, delay)))
+
+
+def resumed(queries: list[dict], resumes: Mapping[str, Resume | None]) -> list[dict]:
+    """The queries, each taken at its resume point for what it has not reported since it
+    (re)started: no batch yet, processed up to its committed offsets ("resumed" True); no
+    watermark yet (its sink sets one after a batch with trades, not after an idle trigger), the
+    resume point's."""
+    taken = []
+    for query in queries:
+        resume = resumes.get(query["name"])
+        if resume is not None and not query["processed_offsets"]:
+            query = {**query, "processed_offsets": dict(resume.offsets), "resumed": True}
+        if resume is not None and not query["watermark"]:
+            query = {**query, "watermark": resume.watermark}
+        taken.append(query)
+    return taken
 
 
 def partition_lags(end_offsets: Mapping[str, int], queries: list[dict]) -> list[dict]:
@@ -76,11 +132,16 @@ def total_lag(partitions: list[dict]) -> dict[str, int]:
 
 
 class HealthMonitor:
-    """Samples every `interval_s`; keeps the total lag of the last `history_s` for a sparkline."""
+    """Samples every `interval_s`; keeps the total lag of the last `history_s` for a sparkline.
+    resume: a query's name -> where it resumes (resume_point), asked once per (re)start of a
+    query that has reported no batch or no watermark yet."""
 
     def __init__(self, queries: Callable[[], list], producer: Callable[[], DataclassInstance | None],
-                 end_offsets: EndOffsets | None, interval_s: float = 2.0, history_s: float = 300.0):
+                 end_offsets: EndOffsets | None, interval_s: float = 2.0, history_s: float = 300.0,
+                 resume: Callable[[str], Resume | None] | None = None):
         self._queries = queries
+        self._resume = resume
+        self._resumes: dict[tuple[str, int], Resume | None] = {}  # by (query name, its restarts)
         self._producer = producer
         self._end_offsets = end_offsets
         self.interval_s = interval_s
@@ -113,6 +174,8 @@ class HealthMonitor:
 
     def sample(self) -> dict:
         queries = [dataclasses.asdict(q) for q in self._queries()]
+        queries = resumed(queries, {q["name"]: self._resume_of(q) for q in queries
+                                    if not q["processed_offsets"] or not q["watermark"]})
         producer = self._producer()
         kafka: dict = {"error": None, "partitions": [], "total_lag": {}}
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -137,6 +200,19 @@ class HealthMonitor:
             snapshot["lag_history"] = list(self._history)
             self._latest = snapshot
         return snapshot
+
+    def _resume_of(self, query: dict) -> Resume | None:
+        """The query's resume point, read once per (re)start (the checkpoint and the ledger)."""
+        if self._resume is None:
+            return None
+        key = (query["name"], query.get("restarts", 0))
+        if key not in self._resumes:
+            try:
+                self._resumes[key] = self._resume(query["name"])
+            except Exception as exc:  # noqa: BLE001 - without it the lag counts from offset 0
+                log.warning("where query '%s' resumes is unknown: %s", query["name"], exc)
+                self._resumes[key] = None
+        return self._resumes[key]
 
     def snapshot(self) -> dict:
         with self._lock:

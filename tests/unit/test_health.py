@@ -1,6 +1,29 @@
-"""Catch-up progress and Kafka trouble from the health figures (pure)."""
+"""Catch-up progress, Kafka trouble and where a restarted query resumes, from the health figures."""
 
-from streaming.run.health import catch_up, catch_up_line, status_line, unreachable_since
+import dataclasses
+import json
+from datetime import datetime, timedelta, timezone
+
+import pyarrow as pa
+
+from streaming.lake import tables
+from streaming.lake.checkpoints import OffsetLogEntry, QueryCheckpoint
+from streaming.lake.store import Batch, Lake
+from streaming.medallion.lateness import EPOCH, ledger_rows
+from streaming.run.health import (
+    HealthMonitor,
+    Resume,
+    catch_up,
+    catch_up_line,
+    partition_lags,
+    resume_point,
+    resumed,
+    status_line,
+    status_time,
+    total_lag,
+    unreachable_since,
+    watermark_after,
+)
 
 
 def query(name, rate):
@@ -49,3 +72,119 @@ def test_kafka_unreachable_is_dated_from_the_first_failed_sample_until_one_works
     assert status_text({"status": status}).startswith("Kafka unreachable since 10:31:05 UTC: Timed out")
     assert status_line(status).startswith("Kafka unreachable since 10:31:05 UTC")
     assert "unreachable" not in status_text({"status": {**status, "kafka": {"error": None}}})
+
+
+def status(name="medallion", offsets=None, watermark=None, restarts=0):
+    return {"name": name, "processed_offsets": offsets or {}, "watermark": watermark, "restarts": restarts,
+            "processed_rows_per_second": None}
+
+
+def test_a_query_with_no_batch_since_its_restart_is_taken_where_its_checkpoint_resumes():
+    resume = Resume({"trades:0": 7_296, "trades:1": 544}, "2026-03-02T10:15:00.000Z")
+    [query] = resumed([status()], {"medallion": resume})
+    assert (query["processed_offsets"], query["watermark"], query["resumed"]) == (
+        {"trades:0": 7_296, "trades:1": 544}, "2026-03-02T10:15:00.000Z", True)
+    lags = total_lag(partition_lags({"trades:0": 7_296, "trades:1": 544}, [query]))
+    progress, _ = catch_up([query], lags, {})
+    assert lags == {"medallion": 0} and progress == {}  # not "0 of 7,840 records"
+
+
+def test_only_the_records_produced_while_it_was_down_are_its_catch_up():
+    [query] = resumed([status()], {"medallion": Resume({"trades:0": 7_296}, None)})
+    lags = total_lag(partition_lags({"trades:0": 7_296 + 5_000}, [query]))
+    progress, _ = catch_up([query], lags, {})
+    assert progress["medallion"]["backlog"] == 5_000
+
+
+def test_once_a_query_reports_a_batch_its_own_figures_are_kept():
+    reported = status(offsets={"trades:0": 8_000}, watermark="2026-03-02T10:16:00.000Z")
+    assert resumed([reported], {"medallion": Resume({"trades:0": 7_296}, "2026-03-02T10:15:00.000Z")}) == [reported]
+    assert resumed([status()], {}) == [status()]  # nothing known: as reported
+
+
+def test_an_idle_trigger_after_a_restart_reports_offsets_but_keeps_the_resume_points_watermark():
+    idle = status(offsets={"trades:0": 7_296})  # Spark's progress of a trigger without data: no batch ran
+    [query] = resumed([idle], {"medallion": Resume({"trades:0": 7_296}, "2026-03-02T10:15:00.000Z")})
+    assert query == {**idle, "watermark": "2026-03-02T10:15:00.000Z"}
+
+
+def test_the_watermark_after_the_trades_is_the_latest_less_the_delay_and_none_before_any_trade():
+    latest = datetime(2026, 3, 2, 10, 45, tzinfo=timezone.utc)
+    assert watermark_after(latest, timedelta(minutes=30)) == latest - timedelta(minutes=30)
+    assert watermark_after(None, timedelta(minutes=30)) is None
+    assert watermark_after(datetime(1970, 1, 1, 0, 10, tzinfo=timezone.utc), timedelta(minutes=30)) is None
+    assert status_time(latest) == "2026-03-02T10:45:00.000Z"
+
+
+def write_checkpoint(path, ends_by_batch: list[dict[int, int]], committed: int) -> QueryCheckpoint:
+    """Spark's files: metadata, offsets/N (version, batch metadata, source offsets), commits/N."""
+    (path / "offsets").mkdir(parents=True)
+    (path / "commits").mkdir()
+    (path / "metadata").write_text(json.dumps({"id": "q"}) + "\n")
+    for batch_id, ends in enumerate(ends_by_batch):
+        source = {"trades": {str(p): o for p, o in ends.items()}}
+        (path / "offsets" / str(batch_id)).write_text(f"v1\n{{}}\n{json.dumps(source)}\n")
+        if batch_id <= committed:
+            (path / "commits" / str(batch_id)).write_text("v1\n{}\n")
+    return QueryCheckpoint(path)
+
+
+def test_a_restarted_query_resumes_at_its_last_committed_batch_with_the_watermark_of_the_trades_before_it(tmp_path):
+    lake = Lake(tmp_path / "data")
+    lake.ensure_all()
+    t0 = datetime(2026, 3, 2, 10, tzinfo=timezone.utc)
+    # Batch 0 read offsets 0-1, batch 1 offsets 2-3 (committed); batch 2 (offsets 4-5) was planned, not done.
+    trades = [(0, t0), (1, t0 + timedelta(minutes=40)), (2, t0 + timedelta(minutes=50)), (3, t0 + timedelta(minutes=5)),
+              (4, t0 + timedelta(hours=3))]
+    lake.publish(tables.SILVER, pa.Table.from_pylist([
+        {"trade_id": f"t{o}", "account_id": "a", "symbol": "S", "side": "BUY", "quantity": 1, "price": 1.0,
+         "amount": 1.0, "channel": "web", "event_time": at, "topic": "trades", "partition": 0, "offset": o,
+         "kafka_timestamp": at, "ingested_at": at} for o, at in trades], schema=tables.SILVER.schema), Batch("q", 0))
+    for batch_id, (start, end, watermark) in enumerate([(0, 2, EPOCH), (2, 4, t0 + timedelta(minutes=10))]):
+        lake.publish(tables.BATCH_WATERMARKS, ledger_rows("q", batch_id, OffsetLogEntry({("trades", 0): end}),
+                                                          OffsetLogEntry({("trades", 0): start}), watermark),
+                     Batch("q", batch_id))
+    checkpoint = write_checkpoint(tmp_path / "checkpoint", [{0: 2}, {0: 4}, {0: 6}], committed=1)
+    resume = resume_point(lake, checkpoint, timedelta(minutes=30))
+    assert resume == Resume({"trades:0": 4}, "2026-03-02T10:20:00.000Z")  # 10:50 less 30 minutes, not 12:30
+    empty = write_checkpoint(tmp_path / "fresh", [{0: 2}], committed=-1)
+    assert resume_point(lake, empty, timedelta(minutes=30)) is None
+
+
+def test_the_monitor_asks_where_a_query_resumes_once_per_restart_until_it_reports_a_batch():
+    from streaming.jobs.pipeline import QueryStatus
+
+    asked: list[str] = []
+    reported = [QueryStatus("medallion", True, None, None, None, None, None, 0)]
+
+    def resume(name):
+        asked.append(name)
+        return Resume({"trades:0": 7_296}, "2026-03-02T10:15:00.000Z")
+
+    monitor = HealthMonitor(lambda: reported, lambda: None, None, resume=resume)
+    monitor.sample()
+    [query] = monitor.sample()["queries"]
+    assert asked == ["medallion"] and query["watermark"] == "2026-03-02T10:15:00.000Z" and query["resumed"]
+    reported[0] = dataclasses.replace(reported[0], restarts=1)  # restarted after a failure: asked again
+    monitor.sample()
+    assert asked == ["medallion", "medallion"]
+    reported[0] = dataclasses.replace(reported[0], batch_id=7, processed_offsets={"trades:0": 7_400},
+                                      watermark="2026-03-02T10:16:00.000Z")
+    [query] = monitor.sample()["queries"]
+    assert len(asked) == 2 and query["watermark"] == "2026-03-02T10:16:00.000Z" and "resumed" not in query
+
+
+def test_the_health_panel_says_a_query_is_resuming_from_its_checkpoint_until_its_first_batch():
+    from plotly.utils import PlotlyJSONEncoder
+
+    from dashboard.panels.health import health_table
+    from tests.unit.test_dashboard_quarantine import texts
+
+    def shown_of(snapshot):  # as Dash sends it
+        return texts(json.loads(json.dumps(health_table(snapshot), cls=PlotlyJSONEncoder)))
+
+    query = {"name": "medallion", "active": True, "error": None, "batch_id": None, "input_rows_per_second": None,
+             "processed_rows_per_second": None, "batch_duration_ms": None, "watermark": "2026-03-02T10:15:00.000Z"}
+    shown = shown_of({"status": {"queries": [{**query, "resumed": True}], "producer": None}})
+    assert "active, resuming from its checkpoint" in shown and "2026-03-02 10:15:00" in shown
+    assert "active" in shown_of({"status": {"queries": [query], "producer": None}})
