@@ -1,4 +1,4 @@
-"""The Dash app: create_app() wires layout, data access and callbacks together."""
+"""The Dash app: create_app() wires layout, data access, callbacks and the live push together."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 import flask
 from dash import Dash
 
-from dashboard import api
+from dashboard import api, push
 from dashboard.callbacks import register_callbacks
 from dashboard.context import PageContext, PageReaders
 from dashboard.layout import build_layout
@@ -58,6 +58,8 @@ def create_app(lake: Lake | str | Path, refresh_ms: int = 2000, simulator=None,
     context = PageContext(readers, status, simulator, reconciler, lake, SilverFilterValues(lake),
                           QuarantineReader(lake))
     register_callbacks(app, context)
+    # One publisher per app: the default view worked out once per change for every open page.
+    push.register(app, push.Publisher(context))
     api.register(app.server, status, readers.history, lambda: next(iter(context.gold_days()), None))
     return app
 

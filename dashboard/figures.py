@@ -61,6 +61,8 @@ def first_reported_traces(rows: list[dict], x: list[str], hover: str) -> list[di
 # Figures are plain dicts in Plotly's JSON shape: building go.Figure objects (validation, and
 # deep copies of a template) cost most of a refresh. The look of plotly_white, spelled out:
 GRID = "#ebf0f8"
+CHART_HEIGHT = 430  # px: with the KPI cards and the feed beside it, one screen at 1440x900
+WINDOW_TICKS = 6  # a day spanning fewer windows gets a tick at each (they fit on a phone too)
 BASE_LAYOUT = dict(paper_bgcolor="white", plot_bgcolor="white", font=dict(color="#2a3f5f"),
                    hoverlabel=dict(align="left"))
 
@@ -77,7 +79,7 @@ def scatter(x, y, name: str, hover: str, **options) -> dict:
 
 def empty_figure(message: str) -> dict:
     return dict(data=[], layout=dict(
-        BASE_LAYOUT, height=460, margin=dict(l=60, r=20, t=30, b=50),
+        BASE_LAYOUT, height=CHART_HEIGHT, margin=dict(l=60, r=20, t=30, b=50),
         xaxis=dict(visible=False), yaxis=dict(visible=False),
         annotations=[dict(text=message, showarrow=False, font=dict(size=16, color="#555"),
                           xref="paper", yref="paper", x=0.5, y=0.5)],
@@ -92,6 +94,34 @@ def correction_story(correction: dict) -> str:
     n = correction["late_trades"]
     return (f"{correction['window_start'][11:16]} window: {', '.join(changes) or 'unchanged amounts'}"
             f" at {correction['corrected_at'][11:19]} UTC, {n} late trade{'s' if n != 1 else ''}")
+
+
+def was_corrected(window: dict) -> bool:
+    """Whether a window record's values as first reported (its `*_first`) differ from its current ones."""
+    return any(window.get(f"{m}_first", window[m]) != window[m] for m in (*AMOUNTS, "trade_count") if m in window)
+
+
+def earlier_story(window: dict) -> str:
+    """'09:30 window: first reported buy $1,200.00, sell $300.00; now $1,700.00, $300.00'."""
+    first = ", ".join(f"{label} ${window[f'{m}_first']:,.2f}" for label, m in (("buy", "buy_amount"),
+                                                                              ("sell", "sell_amount")))
+    return (f"{window['start']:%H:%M} window: first reported {first}; now ${window['buy_amount']:,.2f}, "
+            f"${window['sell_amount']:,.2f} (corrected before the feed's newest corrections)")
+
+
+def corrected_windows(rows: list[dict], corrections: list[dict]) -> dict[str, list[str]]:
+    """Window start (ISO, UTC) -> what changed it, for every corrected window of `rows`
+    (window_rows): those the feed's corrections (newest first) name, told by them, and those whose
+    values as first reported differ from their current ones (corrected earlier than the feed
+    reaches), told by that difference. A drill-down's windows have no `*_first` and no corrections."""
+    stories: dict[str, list[str]] = {}
+    for correction in corrections:
+        stories.setdefault(utc_time(correction["window_start"]).isoformat(), []).append(correction_story(correction))
+    shown = {w["start"].isoformat(): w for w in rows}
+    for start, window in shown.items():
+        if start not in stories and was_corrected(window):
+            stories[start] = [earlier_story(window)]
+    return {start: lines for start, lines in stories.items() if start in shown}
 
 
 def current_watermark(snapshot: dict | None) -> pd.Timestamp | None:
@@ -120,19 +150,18 @@ def summary_figure(snapshot: dict | None, mode: str = ids.MODE_WINDOW, first_rep
     ]
     if first_reported:
         data += first_reported_traces(rows, x, hover)
-    # Corrected windows: a marker on the buy line whose hover tells what changed.
-    latest: dict[str, list[str]] = {}
+    # Corrected windows: a marker on the buy line whose hover tells what changed. Every corrected
+    # window of the day, also those corrected before the feed's newest corrections.
     # A drill-down shows silver's windows, which corrections of the streaming totals do not describe.
-    shown = [] if (snapshot or {}).get("drill_down") else (snapshot or {}).get("corrections", [])
-    for correction in shown:  # newest first
-        latest.setdefault(correction["window_start"], []).append(correction_story(correction))
-    corrected = [(start, w) for start, w in zip(x, rows) if start in latest]
+    drill_down = (snapshot or {}).get("drill_down")
+    stories = corrected_windows(window_rows(snapshot), [] if drill_down else (snapshot or {}).get("corrections", []))
+    corrected = [(start, w) for start, w in zip(x, rows) if start in stories]
     if corrected:
         data.append(scatter(
             [start for start, _ in corrected], [w["buy_amount"] for _, w in corrected], "Corrected by late trades",
             "%{hovertext}<extra></extra>", mode="markers",
             marker=dict(symbol="diamond-open", size=14, color="#d62728", line=dict(width=2)),
-            hovertext=["<br>".join(latest[start][:3]) for start, _ in corrected],
+            hovertext=["<br>".join(stories[start][:3]) for start, _ in corrected],
         ))
     shapes, annotations = [], []
     watermark = current_watermark(snapshot)
@@ -142,24 +171,31 @@ def summary_figure(snapshot: dict | None, mode: str = ids.MODE_WINDOW, first_rep
                            y0=0, y1=1, line=dict(color="#6b7280", dash="dash", width=1)))
         annotations.append(dict(x=watermark.isoformat(), y=1, yref="paper", text="watermark", showarrow=False,
                                 xanchor="left", yanchor="bottom", font=dict(size=11, color="#6b7280")))
-    day = rows[0]["start"].strftime("%A %d %B %Y")
+    day = rows[0]["start"].strftime("%a %d %b %Y")  # short: a phone's chart is some 250 px wide
+    # Ticks: one per window while the day spans few (none between windows); else Plotly picks
+    # round steps for the width, kept level.
+    window_ms = _window_ms(rows)
+    span_ms = (rows[-1]["start"] - rows[0]["start"]).total_seconds() * 1000
+    dtick = window_ms if window_ms and span_ms < WINDOW_TICKS * window_ms else None
     return dict(data=data, layout=dict(
-        BASE_LAYOUT, height=460, hovermode="x unified", shapes=shapes, annotations=annotations,
-        margin=dict(l=70, r=20, t=30, b=50),
-        legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
-        xaxis=axis(title=dict(text=f"Window start (UTC) · {day}"), type="date", tickformat="%H:%M",
-                   hoverformat="%H:%M window", dtick=_window_ms(rows) if len(rows) <= 40 else None),
+        BASE_LAYOUT, height=CHART_HEIGHT, hovermode="x unified", shapes=shapes, annotations=annotations,
+        margin=dict(l=60, r=12, t=28, b=40),
+        # Under the plot: at the top the mode bar would cover it on a narrow screen.
+        legend=dict(orientation="h", yref="container", y=0, yanchor="bottom", xanchor="left", x=0),
+        xaxis=axis(title=dict(text=f"Window start, UTC · {day}", standoff=6), type="date", tickformat="%H:%M",
+                   hoverformat="%H:%M window", dtick=dtick, tickangle=0),
         yaxis=axis(title=dict(text="Amount (USD)" + (" · running total" if mode == ids.MODE_RUNNING else "")),
-                   tickprefix="$", tickformat=",.0f", zeroline=True, zerolinecolor="#bbb"),
+                   tickprefix="$", tickformat=".3~s", zeroline=True, zerolinecolor="#bbb"),
         uirevision="keep-zoom",
     ))
 
 
 def as_of_figure(figure: dict, label: str | None) -> dict:
-    """A chart of gold as it stood at an earlier instant, saying so in its top right corner."""
+    """A chart of gold as it stood at an earlier instant, saying so in its top left corner (the
+    mode bar takes the right one)."""
     layout = dict(figure.get("layout") or {})
     layout["annotations"] = [*layout.get("annotations", []), dict(
-        text=label or "an earlier instant", xref="paper", yref="paper", x=1, y=1.02, xanchor="right",
+        text=label or "an earlier instant", xref="paper", yref="paper", x=0, y=1.02, xanchor="left",
         yanchor="bottom", showarrow=False, font=dict(size=12, color="#b45309"))]
     return {**figure, "layout": layout}
 

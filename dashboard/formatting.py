@@ -1,4 +1,4 @@
-"""Shared pieces of the panels' text and markup: money, a change before → after, a feed table."""
+"""Shared pieces of the panels' text and markup: money, a change before → after, a feed table, a message's class."""
 
 from __future__ import annotations
 
@@ -23,3 +23,12 @@ def feed_table(headers: list[str], rows: list[list], empty: str) -> html.Table |
         html.Thead(html.Tr([html.Th(h) for h in headers])),
         html.Tbody([html.Tr([html.Td(cell) for cell in row]) for row in rows]),
     ])
+
+
+def message_class(text, errors: tuple[str, ...]) -> str:
+    """The class of a control's message line: "message error" when the text opens with one of the
+    panel's `errors` (its ways of saying a value or action was refused), "message ok" for any
+    other text (what was done), "message" when there is none."""
+    if not isinstance(text, str) or not text.strip():
+        return "message"
+    return "message error" if text.startswith(errors) else "message ok"

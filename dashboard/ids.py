@@ -78,3 +78,20 @@ REVISIONS = "window-revisions"
 EXACTLY_ONCE_CHECK = "exactly-once-check"
 EXACTLY_ONCE_MESSAGE = "exactly-once-message"
 EXACTLY_ONCE_TABLE = "exactly-once-table"
+
+# Push: the default view's snapshot streamed to the page (dashboard/push.py, assets/push.js)
+PUSHED = "pushed-snapshot"  # the snapshot as last pushed; copied into SNAPSHOT in the default view
+PUSH_STATE = "push-state"  # the connection indicator: Live, or Reconnecting… (the fallback TICK polls then)
+PUSH_CONFIG = "push-config"  # where push.js connects and which components it sets
+
+# The page's tabs under the chart: a tab bar and one panel per tab, all kept in the page (hidden
+# ones with display: none), so their callbacks and intervals keep running.
+PAGE_TABS = "page-tabs"
+TAB_TOO_LATE = "tab-too-late"
+TAB_QUARANTINE = "tab-quarantine"
+TAB_EXACTLY_ONCE = "tab-exactly-once"
+TAB_HEALTH = "tab-health"
+TAB_RECONCILIATION = "tab-reconciliation"
+TAB_TIME_MACHINE = "tab-time-machine"
+TAB_EXPORT = "tab-export"
+TAB_SIMULATION = "tab-simulation"

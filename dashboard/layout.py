@@ -1,4 +1,5 @@
-"""The page: header, status line, each panel's layout in page order, and the shared stores and intervals.
+"""The page: one screen of the live view (top bar, KPI cards, the chart beside the corrections
+feed), the other panels in tabs under it, and the shared stores and intervals.
 
 A function, so a reload shows the producer's current state."""
 
@@ -6,34 +7,47 @@ from __future__ import annotations
 
 from dash import dcc, html
 
-from dashboard import ids, panels
+from dashboard import ids, panels, push
 from streaming.config import Simulation
 
 
 def build_layout(refresh_ms: int, producer_enabled: bool | None, simulation: Simulation | None = None,
                  watermark_minutes: float | None = None, reconcile_available: bool = False):
-    """KPI cards, then the chart (it dominates), then the controls, the late-data panels,
-    reconciliation and health."""
+    """At 1440x900 the producer switch and rate, the KPI cards, the chart and the newest
+    corrections fit on one screen; everything else is a tab away (assets/style.css: on a phone
+    the KPI cards and the chart come first)."""
+    rate = simulation.rate if simulation is not None else None
+    toolbar, chart = panels.chart.layout()
     return html.Div(className="page", children=[
-        html.Header(className="header", children=[
-            html.H1("Trade Summary"),
-            html.Span("15-minute windows · buy, sell and settlement, live from Kafka", className="subtitle"),
+        html.Header(className="top-bar", children=[
+            html.Div(className="title", children=[
+                html.H1("Trade Summary"),
+                html.Span("15-minute windows · buy, sell and settlement, live from Kafka", className="subtitle"),
+            ]),
+            panels.producer.switch_and_rate(producer_enabled, rate),
         ]),
         html.Div(id=ids.STATUS_LINE, className="status-line", children="Starting…"),
         panels.kpis.layout(),
-        *panels.chart.layout(),
-        *panels.time_machine.layout(),
-        panels.export.layout(),
-        panels.producer.layout(producer_enabled, simulation, watermark_minutes),
-        html.Div(id=ids.LATE_COUNTERS, className="status-line late-counters"),
-        html.Section(className="panels", children=[panels.corrections.layout(), panels.too_late.layout()]),
-        panels.quarantine.layout(),
-        panels.reconciliation.layout(reconcile_available),
-        panels.exactly_once.layout(),
-        panels.health.layout(),
+        toolbar,
+        html.Div(className="live", children=[
+            html.Div(className="chart-column", children=[chart, panels.time_machine.chart()]),
+            panels.corrections.layout(),
+        ]),
+        panels.tabs.layout({
+            ids.TAB_TOO_LATE: [panels.too_late.layout()],
+            ids.TAB_QUARANTINE: [panels.quarantine.layout()],
+            ids.TAB_TIME_MACHINE: panels.time_machine.controls(),
+            ids.TAB_RECONCILIATION: [panels.reconciliation.layout(reconcile_available)],
+            ids.TAB_EXACTLY_ONCE: [panels.exactly_once.layout()],
+            ids.TAB_HEALTH: [panels.health.layout()],
+            ids.TAB_SIMULATION: [panels.producer.knobs(simulation, watermark_minutes)],
+            ids.TAB_EXPORT: [panels.export.layout()],
+        }),
         dcc.Store(id=ids.SNAPSHOT),
         dcc.Store(id=ids.QUARANTINE_STORE),
         dcc.Store(id=ids.RECONCILE_RESULT),
         dcc.Interval(id=ids.TICK, interval=refresh_ms, n_intervals=0),
         dcc.Interval(id=ids.FILTER_TICK, interval=panels.chart.FILTER_REFRESH_MS, n_intervals=0),
+        # The live connection's stores and indicator; TICK is its fallback, off while it is up.
+        *push.layout(),
     ])

@@ -10,14 +10,15 @@ from dashboard.panels import (
     producer,
     quarantine,
     reconciliation,
+    tabs,
     time_machine,
     too_late,
 )
 
 __all__ = ["chart", "corrections", "exactly_once", "export", "health", "kpis", "producer", "quarantine",
-           "reconciliation", "time_machine", "too_late", "WITH_CALLBACKS"]
+           "reconciliation", "tabs", "time_machine", "too_late", "WITH_CALLBACKS"]
 
 # The panels with callbacks, in page order (the too-late list has none of its own: the
 # corrections panel's callback draws it, with the rest of the late data, in one request).
-WITH_CALLBACKS = (kpis, chart, time_machine, export, producer, corrections, quarantine, reconciliation, exactly_once,
-                  health)
+WITH_CALLBACKS = (kpis, chart, time_machine, export, producer, corrections, tabs, quarantine, reconciliation,
+                  exactly_once, health)

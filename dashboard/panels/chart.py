@@ -36,8 +36,9 @@ def toolbar() -> html.Div:
     ])
 
 
-def layout() -> list:
-    return [toolbar(), dcc.Graph(id=ids.CHART, className="chart", config={"displaylogo": False, "responsive": True})]
+def layout() -> tuple[html.Div, dcc.Graph]:
+    """The toolbar, and the live chart."""
+    return toolbar(), dcc.Graph(id=ids.CHART, className="chart", config={"displaylogo": False, "responsive": True})
 
 
 def day_options(snapshot: dict | None) -> list[dict]:

@@ -15,6 +15,7 @@ from dashboard import ids
 from dashboard.context import PageContext
 from dashboard.data import json_records, on_day
 from dashboard.figures import running_totals, window_rows
+from dashboard.formatting import message_class
 from dashboard.inputs import store_day
 from dashboard.panels.time_machine import shown_instant
 
@@ -34,7 +35,7 @@ def layout() -> html.Div:
     return html.Div(className="export-actions", children=[
         html.Button("Download windows (CSV)", id=ids.EXPORT_WINDOWS, n_clicks=0),
         html.Button("Download corrections (CSV)", id=ids.EXPORT_CORRECTIONS, n_clicks=0),
-        html.Span(id=ids.EXPORT_MESSAGE, className="control-message", role="status"),
+        html.Span(id=ids.EXPORT_MESSAGE, className="message", role="status"),
         dcc.Download(id=ids.DOWNLOAD_WINDOWS),
         dcc.Download(id=ids.DOWNLOAD_CORRECTIONS),
     ])
@@ -82,6 +83,9 @@ def windows_export(live: dict | None, past: dict | None) -> tuple[str, str] | No
 
 
 def register(app: Dash, context: PageContext) -> None:
+    app.callback(Output(ids.EXPORT_MESSAGE, "className"), Input(ids.EXPORT_MESSAGE, "children"),
+                 prevent_initial_call=True)(lambda text: message_class(text, (NOTHING_TO_EXPORT,)))
+
     @app.callback(Output(ids.DOWNLOAD_WINDOWS, "data"), Output(ids.DOWNLOAD_CORRECTIONS, "data"),
                   Output(ids.EXPORT_MESSAGE, "children"), Input(ids.EXPORT_WINDOWS, "n_clicks"),
                   Input(ids.EXPORT_CORRECTIONS, "n_clicks"), State(ids.SNAPSHOT, "data"), State(ids.AS_OF, "data"),

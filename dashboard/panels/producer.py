@@ -11,11 +11,15 @@ from dash import Dash, Input, Output, State, dcc, html
 
 from dashboard import ids
 from dashboard.context import PageContext
+from dashboard.formatting import message_class
 from dashboard.inputs import number
 from streaming.config import MAX_BEYOND_MINUTES, MAX_RATE, MIN_RATE, Simulation
 
 UNAVAILABLE = "The producer simulation is not available in this run."
 SWITCH_INVALID = "The producer switch sent an unexpected value; the simulation is unchanged."
+# How this panel's error messages open; every other message says what was done.
+ERRORS = ("Enter ", UNAVAILABLE, SWITCH_INVALID)
+RUNNING, PAUSED = "Simulation running", "Simulation paused"
 
 
 # -- layout -----------------------------------------------------------------------------------------
@@ -24,17 +28,23 @@ def number_input(id_: str, value, low: float, high: float | None, step, disabled
                      debounce=True, className="number-input")
 
 
-def switch_and_rate(producer_enabled: bool | None, rate: float | None) -> html.Fieldset:
+def switch_options(enabled: bool | None) -> list[dict]:
+    """The switch's one option, labelled with the state it is in: a box ticked reads running, one
+    not ticked paused (without a simulation: not available)."""
+    label = " Simulation not available" if enabled is None else f" {RUNNING if enabled else PAUSED}"
+    return [{"label": label, "value": "on", "disabled": enabled is None}]
+
+
+def switch_and_rate(producer_enabled: bool | None, rate: float | None) -> html.Div:
+    """The switch and the rate, compact, for the page's top bar."""
     available = producer_enabled is not None
-    return html.Fieldset(className="control-group", children=[
-        html.Legend("Producer simulation"),
-        dcc.Checklist(id=ids.PRODUCER_SWITCH, className="switch",
-                      options=[{"label": " Simulation running", "value": "on", "disabled": not available}],
+    return html.Div(className="producer-bar", role="group", title="Producer simulation", children=[
+        dcc.Checklist(id=ids.PRODUCER_SWITCH, className="switch", options=switch_options(producer_enabled),
                       value=["on"] if producer_enabled else []),
-        html.Label(["Trades per second ",
-                    number_input(ids.RATE_INPUT, rate, MIN_RATE, MAX_RATE, "any", not available)]),
+        html.Label(className="rate", children=[
+            "Trades/s ", number_input(ids.RATE_INPUT, rate, MIN_RATE, MAX_RATE, "any", not available)]),
         html.Button("Apply", id=ids.RATE_APPLY, n_clicks=0, disabled=not available),
-        html.Span(id=ids.CONTROL_MESSAGE, className="control-message", role="status"),
+        html.Span(id=ids.CONTROL_MESSAGE, className="message", role="status"),
     ])
 
 
@@ -60,7 +70,7 @@ def late_trade_controls(simulation: Simulation | None, watermark_minutes: float 
                     number_input(ids.MAX_LATENESS_INPUT, max_minutes, 0.1, watermark_minutes, "any", disabled),
                     f" min (watermark {watermark_minutes:g} min)" if watermark_minutes else " min"]),
         html.Button("Apply", id=ids.LATE_APPLY, n_clicks=0, disabled=disabled),
-        html.Span(id=ids.LATE_MESSAGE, className="control-message", role="status"),
+        html.Span(id=ids.LATE_MESSAGE, className="message", role="status"),
     ])
 
 
@@ -77,15 +87,13 @@ def chaos_controls(simulation: Simulation | None) -> html.Fieldset:
         html.Label(["malformed ", number_input(ids.MALFORMED_SHARE_INPUT, malformed, 0, 100, "any", disabled),
                     " % of records"]),
         html.Button("Apply", id=ids.CHAOS_APPLY, n_clicks=0, disabled=disabled),
-        html.Span(id=ids.CHAOS_MESSAGE, className="control-message", role="status"),
+        html.Span(id=ids.CHAOS_MESSAGE, className="message", role="status"),
     ])
 
 
-def layout(producer_enabled: bool | None, simulation: Simulation | None = None,
-           watermark_minutes: float | None = None) -> html.Section:
-    rate = simulation.rate if simulation is not None else None
+def knobs(simulation: Simulation | None = None, watermark_minutes: float | None = None) -> html.Section:
+    """The late-trade and chaos knobs (the switch and rate are in the top bar)."""
     return html.Section(className="controls", children=[
-        switch_and_rate(producer_enabled, rate),
         late_trade_controls(simulation, watermark_minutes),
         chaos_controls(simulation),
     ])
@@ -158,6 +166,16 @@ def chaos_knobs_message(knobs: dict) -> str:
 def register(app: Dash, context: PageContext) -> None:
     simulator = context.simulator
 
+    @app.callback(Output(ids.PRODUCER_SWITCH, "options"), Input(ids.PRODUCER_SWITCH, "value"),
+                  prevent_initial_call=True)
+    def label_switch(value):
+        """The switch's label follows the box at once (the status line follows the simulator)."""
+        return switch_options(None if simulator is None else bool(switch_value(value)))
+
+    for message in (ids.CONTROL_MESSAGE, ids.LATE_MESSAGE, ids.CHAOS_MESSAGE):
+        app.callback(Output(message, "className"), Input(message, "children"),
+                     prevent_initial_call=True)(lambda text: message_class(text, ERRORS))
+
     @app.callback(Output(ids.CHAOS_MESSAGE, "children"), Input(ids.CHAOS_APPLY, "n_clicks"),
                   State(ids.DUPLICATE_SHARE_INPUT, "value"), State(ids.MALFORMED_SHARE_INPUT, "value"),
                   prevent_initial_call=True)
@@ -180,7 +198,7 @@ def register(app: Dash, context: PageContext) -> None:
         if enabled is None:
             return SWITCH_INVALID
         simulator.set_enabled(enabled)
-        return "Simulation running." if simulator.enabled else "Simulation paused."
+        return f"{RUNNING if simulator.enabled else PAUSED}."
 
     @app.callback(Output(ids.CONTROL_MESSAGE, "children"),
                   Input(ids.RATE_APPLY, "n_clicks"), State(ids.RATE_INPUT, "value"),

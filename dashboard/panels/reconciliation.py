@@ -13,10 +13,15 @@ from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
 from dashboard import ids
 from dashboard.context import PageContext
 from dashboard.data import json_records
-from dashboard.formatting import change, feed_table, money
+from dashboard.formatting import change, feed_table, message_class, money
 
 log = logging.getLogger(__name__)
 CHOOSE_WINDOWS = "Choose the windows to backfill first."
+NOT_AVAILABLE = "Reconciliation is not available in this run."
+NOTHING_YET = "Nothing to reconcile yet: the chart has no windows."
+FAILED = "Reconciliation failed: "
+# How this panel's error messages open; "Checked 11 windows at ..." and a backfill's report are not.
+ERRORS = (CHOOSE_WINDOWS, NOT_AVAILABLE, NOTHING_YET, FAILED, "Not available in this run.")
 
 
 def layout(available: bool) -> html.Section:
@@ -28,7 +33,7 @@ def layout(available: bool) -> html.Section:
         html.Div(className="reconcile-actions", children=[
             html.Button("Check against silver", id=ids.RECONCILE_CHECK, n_clicks=0, disabled=not available),
             html.Button("Backfill selected windows", id=ids.BACKFILL_APPLY, n_clicks=0, disabled=not available),
-            html.Span(id=ids.RECONCILE_MESSAGE, className="control-message", role="status",
+            html.Span(id=ids.RECONCILE_MESSAGE, className="message" if available else "message error", role="status",
                       children=None if available else "Not available in this run."),
         ]),
         dcc.Checklist(id=ids.BACKFILL_CHOICE, className="backfill-choice", options=[], value=[], inline=True),
@@ -122,10 +127,10 @@ def register(app: Dash, context: PageContext) -> None:
                   State(ids.BACKFILL_CHOICE, "value"), State(ids.SNAPSHOT, "data"), prevent_initial_call=True)
     def reconcile(_check, _backfill, chosen, snapshot):
         if reconciler is None:
-            return no_update, "Reconciliation is not available in this run."
+            return no_update, NOT_AVAILABLE
         day = snapshot_day(snapshot)
         if day is None:
-            return None, "Nothing to reconcile yet: the chart has no windows."
+            return None, NOTHING_YET
         starts = None
         if ctx.triggered_id == ids.BACKFILL_APPLY:
             starts = window_starts(chosen)
@@ -138,11 +143,14 @@ def register(app: Dash, context: PageContext) -> None:
             frame = reconciler.reconcile(day)
         except Exception as exc:  # noqa: BLE001 - shown on the page; the dashboard keeps running
             log.exception("reconciliation failed")
-            return no_update, f"Reconciliation failed: {exc}"
+            return no_update, f"{FAILED}{exc}"
         checked_at = datetime.now(timezone.utc).isoformat()
         result = {"day": day.isoformat(), "checked_at": checked_at,
                   "windows": json_records(frame, ("window_start", "window_end"))}
         return result, message + f"Checked {len(frame)} windows at {checked_at[11:19]} UTC."
+
+    app.callback(Output(ids.RECONCILE_MESSAGE, "className"), Input(ids.RECONCILE_MESSAGE, "children"),
+                 prevent_initial_call=True)(lambda text: message_class(text, ERRORS))
 
     @app.callback(Output(ids.RECONCILE_TABLE, "children"), Output(ids.BACKFILL_CHOICE, "options"),
                   Output(ids.BACKFILL_CHOICE, "value"), Input(ids.RECONCILE_RESULT, "data"))

@@ -23,9 +23,9 @@ NO_HISTORY = "No history of this day yet: gold's changes of its windows are reco
 PICK_A_WINDOW = "Click a window on the chart to see each change of it."
 SHOWN: dict = {}
 HIDDEN = {"display": "none"}
-# The chart at an instant is drawn while hidden: a height of its own (the figure's 460 px, padding
-# and border) keeps Plotly's responsive resize from collapsing it when it is shown.
-AS_OF_SHOWN = {"height": "474px"}
+# The chart at an instant is drawn while hidden: a height of its own (the figure's, padding and
+# border) keeps Plotly's responsive resize from collapsing it when it is shown.
+AS_OF_SHOWN = {"height": f"{figures.CHART_HEIGHT + 14}px"}
 PLAY_TICK_MS = 1000  # while playing, the instant moves on this often
 SPEEDS = (1, 10, 60, 600)  # times the wall clock: a tick moves the instant on PLAY_TICK_MS x speed
 DEFAULT_SPEED = 60
@@ -34,13 +34,16 @@ MOST_MARKS = 6
 CAUSES = {ON_TIME: "on time", LATE: "late trades", BACKFILL: "backfill", REPLAY: "replay"}
 
 
-def layout() -> list:
-    """The chart at an instant (hidden while Live); under it the slider over the day's changes,
-    Play/Pause with its speed, Live, a label saying what the chart shows, and the revisions of
-    the window last clicked."""
+def chart() -> dcc.Graph:
+    """The chart at an instant, in the live chart's place (hidden while Live)."""
+    return dcc.Graph(id=ids.AS_OF_CHART, className="chart as-of-chart", style={"display": "none"},
+                     config={"displaylogo": False, "responsive": True})
+
+
+def controls() -> list:
+    """The slider over the day's changes, Play/Pause with its speed, Live, a label saying what
+    the chart shows, and the revisions of the window last clicked."""
     return [
-        dcc.Graph(id=ids.AS_OF_CHART, className="chart as-of-chart", style={"display": "none"},
-                  config={"displaylogo": False, "responsive": True}),
         html.Div(className="time-machine", children=[
             html.Span("History", className="time-machine-title"),
             html.Button("Play", id=ids.TM_PLAY, n_clicks=0, className="time-machine-play"),

@@ -87,6 +87,16 @@ def page(browser, request):
     context.close()
 
 
+def open_tab(page, label: str) -> None:
+    """Click a tab under the chart, and wait for its panel."""
+    page.click(f"#page-tabs label:has-text('{label}')")
+    page.wait_for_selector(f"#page-tabs label.selected:has-text('{label}')")
+
+
+def classes(page, selector: str) -> list[str]:
+    return page.eval_on_selector(selector, "element => Array.from(element.classList)")
+
+
 def chart_traces(page) -> list[str]:
     return page.evaluate("""() => {
         const plot = document.querySelector('#trade-summary-chart .js-plotly-plot');
@@ -125,6 +135,8 @@ def test_a_late_trade_sent_to_kafka_shows_up_as_a_correction_and_a_too_late_one_
     wait_for_text(page, "#corrections-feed", "$130.00", timeout=90_000)
     feed = page.inner_text("#corrections-feed")
     assert "10:15" in feed and "$100.00 → $130.00" in feed
+    assert page.locator("#corrections-feed tr.fresh").count() >= 1  # the new row, highlighted as it appears
+    open_tab(page, "Too late")
     wait_for_text(page, "#late-trades-list", "c4-too-late", timeout=90_000)
     assert "Corrected by late trades" in chart_traces(page)
     assert page.console_errors == []
@@ -135,9 +147,12 @@ def test_an_invalid_control_value_shows_a_message(quiet_app, page):
     page.fill("#rate-input", "-5")
     page.click("#rate-apply")
     wait_for_text(page, "#control-message", "Enter a rate between")
+    page.wait_for_selector("#control-message.error")
+    open_tab(page, "Simulation")
     page.fill("#late-share-input", "150")
     page.click("#late-apply")
     wait_for_text(page, "#late-message", "between 0 and 100")
+    page.wait_for_selector("#late-message.error")
     assert page.console_errors == []
 
 
@@ -146,8 +161,13 @@ def test_the_producer_switch_starts_and_stops_the_trades(tmp_path, page):
     try:
         page.goto(app.url)
         assert sent_count(page) in (0, -1)
+        assert page.inner_text("#producer-switch").strip() == "Simulation paused"  # the box is not ticked
         page.click("#producer-switch input[type=checkbox]")
         wait_for_text(page, "#control-message", "Simulation running")
+        wait_for_text(page, "#producer-switch", "Simulation running")
+        # A success reads differently from an error: its own class and colour.
+        page.wait_for_selector("#control-message.ok")
+        ok_colour = page.eval_on_selector("#control-message", "e => getComputedStyle(e).color")
         # Data appears on the page within a bound: trades counted on the KPI card.
         page.wait_for_function("""() => {
             const cards = document.querySelector('#kpi-cards')?.innerText || '';
@@ -155,6 +175,12 @@ def test_the_producer_switch_starts_and_stops_the_trades(tmp_path, page):
         }""", timeout=120_000)
         page.click("#producer-switch input[type=checkbox]")
         wait_for_text(page, "#control-message", "Simulation paused")
+        wait_for_text(page, "#producer-switch", "Simulation paused")
+        assert "running" not in page.inner_text("#producer-switch")
+        page.fill("#rate-input", "0")
+        page.click("#rate-apply")
+        page.wait_for_selector("#control-message.error")
+        assert page.eval_on_selector("#control-message", "e => getComputedStyle(e).color") != ok_colour
         page.wait_for_timeout(2500)  # the last trades in flight are acknowledged
         stopped_at = sent_count(page)
         page.wait_for_timeout(4000)
@@ -166,6 +192,7 @@ def test_the_producer_switch_starts_and_stops_the_trades(tmp_path, page):
 
 def test_bad_records_sent_to_kafka_raise_the_quarantine_counts(quiet_app, page):
     page.goto(quiet_app.url)
+    open_tab(page, "Quarantine")
     page.wait_for_selector("#quarantine-counts")
     quiet_app.writer.send(b"{not json", b"[1, 2]", b"\xff\xfe not utf-8")
     wait_for_text(page, "#quarantine-counts", "value is not valid UTF-8", timeout=90_000)
@@ -181,6 +208,7 @@ def test_the_shown_days_windows_download_as_csv(quiet_app, page):
     wait_for_text(page, "#kpi-cards", "$", timeout=90_000)
     wait_for(lambda: "11:00" in page.inner_text("#trade-summary-chart") or None, 90, interval_s=1,
              what="the 11:00 window on the chart")
+    open_tab(page, "Export")
     with page.expect_download() as download:
         page.click("#export-windows")
     assert download.value.suggested_filename == f"trade-summary-{DAY[:10]}-windows.csv"
@@ -240,6 +268,7 @@ def test_the_time_machine_plays_back_a_past_day_and_a_clicked_window_shows_its_r
         wait_for_text(page, "#kpi-cards", "$", timeout=90_000)
         page.click("#day-picker")
         page.get_by_role("option", name=datetime.fromisoformat(past).strftime("%a %d %b %Y")).click()
+        open_tab(page, "Time machine")
         page.wait_for_function(  # the slider spans yesterday's three changes (today has one)
             "() => { const s = document.querySelector('.time-machine-slider [role=slider]');"
             " return s && Number(s.getAttribute('aria-valuemax')) > Number(s.getAttribute('aria-valuemin')); }",
@@ -265,7 +294,9 @@ def test_the_time_machine_plays_back_a_past_day_and_a_clicked_window_shows_its_r
         page.click("#time-machine-live")
         wait_for_text(page, "#time-machine-label", "Live", timeout=30_000)
         page.wait_for_selector("#trade-summary-chart", state="visible", timeout=30_000)
+        open_tab(page, "Health")
         click_window(page, "trade-summary-chart", window)  # the live chart of the day picked
+        page.wait_for_selector("#window-revisions", state="visible", timeout=30_000)  # its tab opens
         wait_for_text(page, "#window-revisions", "20:15 window: 2 changes", timeout=30_000)
         assert page.console_errors == []
     finally:
@@ -276,9 +307,106 @@ def test_the_exactly_once_panel_counts_on_demand(quiet_app, page):
     quiet_app.writer.send(trade("f1", "SELL", 1, 8.0, DAY + "13:01:00Z"))
     page.goto(quiet_app.url)
     wait_for_text(page, "#kpi-cards", "$", timeout=90_000)
+    open_tab(page, "Exactly once")
     page.click("#exactly-once-check")
     wait_for_text(page, "#exactly-once-message", "Counted at", timeout=30_000)
     table = page.inner_text("#exactly-once-table")
     assert "trades:0" in table and "Redeliveries dropped" in table
     assert "Gold counts" in table
     assert page.console_errors == []
+
+
+def screen(browser, width: int, height: int):
+    """A new page of that viewport, recording page errors."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    tab = context.new_page()
+    tab.console_errors = []
+    tab.on("pageerror", lambda error: tab.console_errors.append(str(error)))
+    return context, tab
+
+
+def box(page, selector: str) -> dict:
+    return page.eval_on_selector(selector, "e => { const r = e.getBoundingClientRect();"
+                                           " return {left: r.left, top: r.top, right: r.right, bottom: r.bottom}; }")
+
+
+def x_labels_apart(page) -> bool:
+    """No two of the chart's x tick labels overlap."""
+    return page.evaluate("""() => {
+        const boxes = Array.from(document.querySelectorAll('#trade-summary-chart .xtick text'))
+            .map(t => t.getBoundingClientRect()).sort((a, b) => a.left - b.left);
+        return boxes.every((b, i) => i === 0 || boxes[i - 1].right <= b.left + 1); }""")
+
+
+def test_one_screen_at_1440x900_shows_the_switch_the_kpis_the_chart_and_the_feed_without_scrolling(quiet_app, browser):
+    quiet_app.writer.send(trade("s1", "BUY", 3, 40.0, DAY + "14:01:00Z"))
+    context, page = screen(browser, 1440, 900)
+    try:
+        page.goto(quiet_app.url)
+        wait_for_text(page, "#kpi-cards", "$", timeout=90_000)
+        wait_for(lambda: chart_traces(page) or None, 90, what="the chart's lines")
+        for selector in ("#producer-switch", "#rate-input", "#kpi-cards", "#trade-summary-chart", "#corrections-feed",
+                         "#page-tabs"):
+            shown = box(page, selector)
+            assert shown["right"] > shown["left"] and shown["bottom"] > shown["top"], selector
+            assert 0 <= shown["left"] and shown["right"] <= 1440 and 0 <= shown["top"] and shown["bottom"] <= 900, \
+                (selector, shown)
+        assert page.evaluate("() => window.scrollY") == 0
+        # The chart and the feed side by side.
+        assert box(page, "#corrections-feed")["left"] > box(page, "#trade-summary-chart")["right"] - 1
+        assert x_labels_apart(page)
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "browser-one-screen-1440x900.png"))
+        assert page.console_errors == []
+    finally:
+        context.close()
+
+
+def test_on_a_phone_nothing_overflows_sideways_and_the_kpis_and_chart_come_first(quiet_app, browser):
+    quiet_app.writer.send(trade("p1", "SELL", 2, 12345.67, DAY + "14:16:00Z"))
+    context, page = screen(browser, 390, 844)
+    try:
+        page.goto(quiet_app.url)
+        wait_for_text(page, "#kpi-cards", "$", timeout=90_000)
+        wait_for(lambda: chart_traces(page) or None, 90, what="the chart's lines")
+        width = "() => document.documentElement.scrollWidth"
+        assert page.evaluate(width) <= 390
+        kpis, chart = box(page, "#kpi-cards"), box(page, "#trade-summary-chart")
+        assert kpis["top"] < chart["top"] < box(page, "#corrections-feed")["top"]
+        assert chart["top"] < box(page, "#status-line")["top"] and chart["top"] < box(page, "#producer-switch")["top"]
+        # Each KPI value inside its card.
+        assert page.evaluate("""() => Array.from(document.querySelectorAll('#kpi-cards .kpi')).every(card => {
+            const value = card.querySelector('.kpi-value').getBoundingClientRect(), own = card.getBoundingClientRect();
+            return value.right <= own.right + 0.5 && value.left >= own.left - 0.5; })""")
+        # The x axis's labels level, its title whole, the legend clear of the mode bar.
+        assert page.evaluate("""() => Array.from(document.querySelectorAll('#trade-summary-chart .xtick text'))
+            .every(t => !/rotate\\(\\s*-?[1-9]/.test(t.getAttribute('transform') || ''))""")
+        assert x_labels_apart(page)
+        title = page.text_content("#trade-summary-chart .g-xtitle") or ""
+        assert title.startswith("Window start, UTC") and title.endswith(DAY[:4])
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "browser-phone-390x844.png"), full_page=True)
+        for label in ("Too late", "Quarantine", "Time machine", "Reconciliation", "Exactly once", "Health",
+                      "Simulation", "Export"):
+            open_tab(page, label)
+            assert page.evaluate(width) <= 390, label
+        assert page.console_errors == []
+    finally:
+        context.close()
+
+
+def test_the_history_sliders_labels_are_whole_and_no_unexplained_number_box_sits_beside_it(quiet_app, page):
+    quiet_app.writer.send(trade("h1", "BUY", 1, 10.0, DAY + "15:01:00Z"))
+    page.goto(quiet_app.url)
+    wait_for_text(page, "#kpi-cards", "$", timeout=90_000)
+    open_tab(page, "Time machine")
+    page.wait_for_function("() => document.querySelectorAll('.time-machine-slider .dash-slider-mark').length > 0",
+                           timeout=60_000)
+    assert page.locator(".time-machine input[type=number], .time-machine input[type=text]").count() == 0
+    slider = box(page, ".time-machine-slider")
+    marks = page.eval_on_selector_all(
+        ".time-machine-slider .dash-slider-mark",
+        "marks => marks.map(m => { const r = m.getBoundingClientRect(); return [r.left, r.right]; })")
+    assert all(slider["left"] <= left and right <= slider["right"] for left, right in marks), (slider, marks)
+    live = box(page, "#time-machine-live")
+    assert all(right <= live["left"] for _, right in marks)  # no label under the Live button

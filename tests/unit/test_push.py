@@ -1,0 +1,281 @@
+"""The push: one publisher per app works the default view out once per change and streams it to
+every page (GET /api/events). Real Delta tables through the Lake; a clock the tests move."""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import datetime, timedelta, timezone
+
+import pyarrow as pa
+import pytest
+
+from dashboard import ids
+from dashboard.app import create_app, empty_status
+from dashboard.context import PageContext, PageReaders
+from dashboard.push import EVENTS_PATH, Publisher, event_stream
+from dashboard.readers import QuarantineReader
+from dashboard.refresh import is_default_view, needs_own_snapshot, view_snapshot
+from streaming.lake import tables
+from streaming.lake.store import Batch, Lake
+from streaming.lake.tables import GOLD
+
+UTC = timezone.utc
+DAY = datetime(2026, 3, 2, tzinfo=UTC)
+
+
+def write_window(lake: Lake, batch: int, hm: str, buy: float, day: datetime = DAY,
+                 updated_at: datetime | None = None) -> None:
+    """One gold window of `day` at HH:MM (a new one, or new values for it), as batch `batch`."""
+    start = day.replace(hour=int(hm[:2]), minute=int(hm[3:]))
+    lake.publish(GOLD, pa.table({
+        "window_start": [start], "window_end": [start + timedelta(minutes=15)], "buy_amount": [buy],
+        "sell_amount": [0.0], "settlement_amount": [buy], "trade_count": [1], "revision": [batch + 1],
+        "updated_at": [updated_at or datetime.now(UTC)], "batch_id": [batch]}).cast(GOLD.schema),
+        Batch("fixture", batch))
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Status:
+    """The health snapshot the page would show; the tests change it."""
+
+    def __init__(self):
+        self.value = empty_status()
+
+    def __call__(self) -> dict:
+        return dict(self.value)
+
+
+@pytest.fixture
+def lake(tmp_path) -> Lake:
+    lake = Lake(tmp_path)
+    write_window(lake, 0, "09:00", 100.0)
+    return lake
+
+
+@pytest.fixture
+def status() -> Status:
+    return Status()
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def publisher(lake, status, clock) -> Publisher:
+    context = PageContext(PageReaders.of(lake), status, lake=lake, quarantine=QuarantineReader(lake))
+    return Publisher(context, clock=clock)
+
+
+def pushed(publisher: Publisher) -> dict:
+    return json.loads(publisher.latest()[1])
+
+
+def later(clock: Clock, seconds: float = 1.0) -> None:
+    clock.now += seconds
+
+
+def test_a_change_of_gold_gives_one_push_and_no_change_gives_none(publisher, lake, clock):
+    assert publisher.check()
+    assert [w["buy_amount"] for w in pushed(publisher)["windows"]] == [100.0]
+    later(clock)
+    assert not publisher.check()
+    write_window(lake, 1, "09:15", 50.0)
+    later(clock)
+    assert publisher.check()
+    assert [w["buy_amount"] for w in pushed(publisher)["windows"]] == [100.0, 50.0]
+    later(clock)
+    assert not publisher.check()
+    assert publisher.latest()[0] == 2
+
+
+def test_the_pushed_snapshot_is_what_the_server_works_out_for_the_default_view(publisher):
+    publisher.check()
+    expected = view_snapshot(publisher.context, None, None, None)
+    extra = ("status", "quarantine_changes", "push_id")
+    shared = {key: value for key, value in pushed(publisher).items() if key not in extra}
+    assert shared == json.loads(json.dumps(expected))
+    assert pushed(publisher)["push_id"] == publisher.latest()[0]
+    assert pushed(publisher)["history_span"] == expected["history_span"]  # the time machine's slider
+
+
+def test_changes_within_the_gap_are_coalesced_into_one_push_of_the_newest(publisher, lake, clock):
+    assert publisher.check()
+    write_window(lake, 1, "09:15", 50.0)
+    later(clock, 0.2)
+    assert not publisher.check()  # too soon after the last push: not even a look
+    write_window(lake, 2, "09:30", 25.0)
+    later(clock, 0.4)
+    assert publisher.check()
+    assert publisher.latest()[0] == 2
+    assert [w["buy_amount"] for w in pushed(publisher)["windows"]] == [100.0, 50.0, 25.0]
+
+
+def test_a_slow_page_skips_to_the_newest_push(publisher, lake, clock):
+    publisher.check()
+    seen, _ = publisher.wait_newer(0, 0)
+    for batch, hm in ((1, "09:15"), (2, "09:30"), (3, "09:45")):
+        write_window(lake, batch, hm, 10.0)
+        later(clock)
+        publisher.check()
+    seq, payload = publisher.wait_newer(seen, 0)
+    assert (seen, seq) == (1, 4)
+    assert payload is not None and len(json.loads(payload)["windows"]) == 4
+    assert publisher.wait_newer(seq, 0) == (seq, None)  # nothing newer: nothing sent
+
+
+def test_many_pages_share_one_computation_per_change(publisher, lake, clock):
+    publisher.check()
+    pages = [publisher.wait_newer(0, 0) for _ in range(30)]
+    assert len(set(pages)) == 1 and publisher.computations == 1
+    write_window(lake, 1, "09:15", 50.0)
+    later(clock)
+    publisher.check()
+    pages = [publisher.wait_newer(seq, 0) for seq, _ in pages]
+    assert len(set(pages)) == 1 and pages[0][0] == 2 and publisher.computations == 2
+
+
+def test_a_status_change_alone_is_pushed_without_working_the_data_out_again(publisher, status, clock):
+    publisher.check()
+    status.value = {**status.value, "at": "2026-03-02T10:00:00+00:00"}
+    later(clock)
+    assert publisher.check()
+    assert pushed(publisher)["status"]["at"] == "2026-03-02T10:00:00+00:00"
+    assert publisher.computations == 1
+
+
+def test_a_change_that_leaves_the_default_view_as_it_was_is_not_pushed(publisher, lake, clock):
+    earlier = DAY - timedelta(days=1)
+    write_window(lake, 1, "09:00", 5.0, earlier, updated_at=earlier)
+    publisher.check()
+    later(clock)
+    write_window(lake, 2, "09:00", 7.0, earlier, updated_at=earlier)  # gold changed, the newest day did not
+    assert not publisher.check()
+    assert publisher.computations == 2 and publisher.latest()[0] == 1
+
+
+def test_a_new_bad_record_moves_the_quarantine_count_so_pages_refill_their_panel(publisher, lake, clock):
+    publisher.check()
+    before = pushed(publisher)["quarantine_changes"]
+    lake.publish(tables.QUARANTINE, pa.Table.from_pylist([{
+        "key": b"a", "value": b"{", "topic": "trades", "partition": 0, "offset": 1,
+        "kafka_timestamp": DAY, "reason": "invalid JSON", "ingested_at": DAY}], schema=tables.QUARANTINE.schema),
+        Batch("fixture", 0))
+    later(clock)
+    assert publisher.check()
+    assert pushed(publisher)["quarantine_changes"] == before + 1
+    assert publisher.computations == 1  # gold did not change
+
+
+def test_the_stream_sends_the_latest_at_once_then_a_keep_alive_and_ends_when_the_publisher_stops(publisher):
+    publisher.check()
+    stream = event_stream(publisher, keep_alive_s=0.05)
+    assert next(stream).startswith("retry: ")
+    event = next(stream)
+    assert event.startswith(f"id: {publisher.epoch}-1\nevent: snapshot\ndata: {{") and event.endswith("\n\n")
+    assert json.loads(event.split("data: ", 1)[1]) == pushed(publisher)
+    assert next(stream) == ": keep-alive\n\n"
+    publisher.stop()
+    assert list(stream) == []
+
+
+def test_a_stream_says_bye_and_ends_after_its_time_so_no_page_holds_a_thread_for_ever(publisher):
+    publisher.check()
+    events = list(event_stream(publisher, stream_s=0.2, keep_alive_s=0.05))
+    assert len(events) >= 3 and events[-1] == "event: bye\ndata: \n\n"
+
+
+def test_a_page_reconnecting_to_the_same_server_is_not_sent_what_it_has(publisher, lake, clock):
+    publisher.check()
+    had = f"{publisher.epoch}-1"
+    assert publisher.resume_after(had) == 1
+    stream = event_stream(publisher, had, keep_alive_s=0.05)
+    next(stream)
+    assert next(stream) == ": keep-alive\n\n"
+    write_window(lake, 1, "09:15", 50.0)
+    later(clock)
+    publisher.check()
+    assert next(stream).startswith(f"id: {publisher.epoch}-2\n")
+
+
+@pytest.mark.parametrize("last", [None, "", "0123abcd-1", "garbage", "{epoch}-99", "{epoch}-x"])
+def test_a_page_from_before_a_restart_or_with_an_unknown_id_gets_the_latest_at_once(publisher, last):
+    publisher.check()
+    assert publisher.resume_after(None if last is None else last.format(epoch=publisher.epoch)) == 0
+
+
+def test_the_publisher_thread_pushes_a_change_to_a_waiting_page(lake, status):
+    context = PageContext(PageReaders.of(lake), status, lake=lake)
+    publisher = Publisher(context, poll_s=0.02, min_gap_s=0.05)
+    publisher.subscribe()
+    try:
+        first, payload = publisher.wait_newer(0, 10)
+        assert first >= 1 and payload is not None
+        got: list = []
+        waiter = threading.Thread(target=lambda: got.append(publisher.wait_newer(first, 10)))
+        waiter.start()
+        write_window(lake, 1, "09:15", 50.0)
+        waiter.join(15)
+        assert got and got[0][0] > first and len(json.loads(got[0][1])["windows"]) == 2
+    finally:
+        publisher.unsubscribe()
+        publisher.stop()
+    assert publisher.subscribers == 0
+
+
+def test_api_events_streams_the_snapshot_behind_the_host_guard(lake):
+    client = create_app(lake).server.test_client()
+    assert client.get(EVENTS_PATH, headers={"Host": "evil.example"}).status_code == 403
+    response = client.get(EVENTS_PATH, buffered=False)
+    try:
+        assert response.status_code == 200 and response.mimetype == "text/event-stream"
+        chunks = iter(response.response)
+        assert next(chunks).startswith(b"retry: ")
+        snapshot = json.loads(next(chunks).decode().split("data: ", 1)[1])
+        assert [w["buy_amount"] for w in snapshot["windows"]] == [100.0]
+    finally:
+        response.close()
+
+
+def test_the_default_view_is_the_newest_day_without_filters():
+    days = ["2026-03-02", "2026-03-01"]
+    assert is_default_view(None, None, None, days)
+    assert is_default_view("2026-03-02", None, None, days)
+    assert is_default_view("1999-01-01", None, None, days)  # a day gold lacks shows the newest
+    assert not is_default_view("2026-03-01", None, None, days)
+    assert not is_default_view(None, "web", None, days) and not is_default_view(None, None, "AAPL", days)
+
+
+def test_the_server_works_a_snapshot_out_for_a_view_of_its_own_or_on_the_tick_only():
+    assert needs_own_snapshot(default_view=False, by_tick=False)
+    assert needs_own_snapshot(default_view=True, by_tick=True)  # the fallback while the push is down
+    assert not needs_own_snapshot(default_view=True, by_tick=False)  # the push fills the store
+
+
+def update(client, changed: str, day=None) -> int:
+    """The snapshot callback as the page calls it, with `changed` as the trigger: its HTTP status."""
+    inputs = [{"id": ids.TICK, "property": "n_intervals", "value": 1},
+              {"id": ids.DAY_PICKER, "property": "value", "value": day},
+              {"id": ids.CHANNEL_FILTER, "property": "value", "value": None},
+              {"id": ids.SYMBOL_FILTER, "property": "value", "value": None}]
+    return client.post("/_dash-update-component", json={
+        "output": f"{ids.SNAPSHOT}.data", "outputs": {"id": ids.SNAPSHOT, "property": "data"}, "inputs": inputs,
+        "changedPropIds": [changed] if changed else []}).status_code
+
+
+def test_a_page_on_the_default_view_leaves_its_store_to_the_push(lake):
+    write_window(lake, 1, "09:00", 100.0, DAY - timedelta(days=1))
+    client = create_app(lake).server.test_client()
+    assert update(client, "") == 204  # the page's first call: the push brings the snapshot
+    assert update(client, f"{ids.DAY_PICKER}.value") == 204
+    assert update(client, f"{ids.TICK}.n_intervals") == 200  # the fallback tick
+    assert update(client, f"{ids.DAY_PICKER}.value", day="2026-03-01") == 200  # a day of its own
