@@ -13,5 +13,20 @@ def create_dashboard(*args):
     return create_app(*args)
 
 
+def serve_metrics(server, scrape, allowed_hosts):
+    """GET /metrics on the dashboard's Flask server, or (server None, --no-dashboard) on a bare
+    one behind the same Host guard."""
+    import flask
+
+    from dashboard.api import register_metrics
+    from dashboard.app import guard_hosts
+
+    if server is None:
+        server = flask.Flask("trade-summary-metrics")
+        guard_hosts(server, allowed_hosts)
+    register_metrics(server, scrape)
+    return server
+
+
 if __name__ == "__main__":
-    sys.exit(main(dashboard=create_dashboard))
+    sys.exit(main(dashboard=create_dashboard, metrics=serve_metrics))

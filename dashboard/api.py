@@ -1,5 +1,6 @@
 """The read-only HTTP API beside the page, behind the same Host guard: /api/status (the health
-snapshot) and /api/summary (a day's windows as they stood at an instant, from gold's history)."""
+snapshot), /api/summary (a day's windows as they stood at an instant, from gold's history) and
+/metrics (Prometheus's text, streaming/run/metrics.py)."""
 
 from __future__ import annotations
 
@@ -83,3 +84,15 @@ def register(server: flask.Flask, status: Callable[[], dict], history: HistoryRe
             return flask.jsonify({"error": str(bad)}), 400
         day = day or newest_day()
         return flask.jsonify(summary_json(history.read(day), day, instant or datetime.now(timezone.utc)))
+
+
+# What /metrics serves: (Prometheus text, its Content-Type), made at each scrape.
+MetricsScrape = Callable[[], tuple[bytes, str]]
+
+
+def register_metrics(server: flask.Flask, scrape: MetricsScrape) -> None:
+    """GET /metrics on this server (the dashboard's, or a bare one with --no-dashboard)."""
+    @server.route("/metrics")
+    def metrics():
+        body, content_type = scrape()
+        return flask.Response(body, mimetype=None, content_type=content_type)

@@ -5,6 +5,7 @@ A test can start an App in-process; main.py runs it from the command line.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -27,14 +28,19 @@ if TYPE_CHECKING:
 log = logging.getLogger("trade-summary")
 # (lake, refresh_ms, simulator, health snapshot, reconciler) -> a Dash app (its .server is served).
 DashboardFactory = Callable[..., Any]
+# (the dashboard's Flask server or None, scrape, allowed hosts) -> that server with GET /metrics, or
+# a bare one behind the dashboard's Host guard (--no-dashboard). run.py hands it in, as the dashboard.
+MetricsFactory = Callable[..., Any]
 
 
 class App(Command[Settings]):
     """Starts the parts in order and stops them in reverse; stop() is safe at any point."""
 
-    def __init__(self, settings: Settings, dashboard: DashboardFactory | None = None):
+    def __init__(self, settings: Settings, dashboard: DashboardFactory | None = None,
+                 metrics: MetricsFactory | None = None):
         super().__init__(settings)
         self.dashboard = dashboard
+        self.metrics = metrics
         self.lake = Lake(settings.data_dir, settings.storage_options)
         self.simulator: TradeSimulator | None = None
         self.pipeline: Pipeline | None = None
@@ -63,6 +69,8 @@ class App(Command[Settings]):
         self._start_pipeline()
         if s.dashboard_enabled and not s.available_now:
             self._start_dashboard()
+        elif self.metrics is not None and not s.available_now:
+            self._start_metrics_alone()
 
     def _take_data_dir(self) -> None:
         s = self.settings
@@ -112,17 +120,51 @@ class App(Command[Settings]):
 
     def _start_health(self, pipeline: Pipeline) -> None:
         from streaming.kafka.clients import EndOffsets
-        from streaming.run.health import HealthMonitor
+        from streaming.run.health import HealthMonitor, resume_point
 
         s = self.settings
         simulator = self.simulator
         producer = (lambda: simulator.stats()) if simulator is not None else (lambda: None)
-        self.health = HealthMonitor(pipeline.status, producer, EndOffsets(s.kafka_client_config(), s.topic)).start()
+
+        def resume(name: str):  # until a query's first batch after the start: its checkpoint's lag and watermark
+            return resume_point(pipeline.lake, pipeline.checkpoints.query(name), s.watermark)
+
+        self.health = HealthMonitor(pipeline.status, producer, EndOffsets(s.kafka_client_config(), s.topic),
+                                    resume=resume).start()
+        if s.replay_from is not None:
+            from streaming.metrics.counters import METRICS
+
+            METRICS.replays.inc()
+
+    def _scrape(self):
+        """/metrics's scrape: the health snapshot with the producer's counters read now, as /api/status."""
+        from streaming.run.metrics import exposition
+
+        health, simulator = self.health, self.simulator
+
+        def status() -> dict:
+            snapshot = health.snapshot() if health is not None else {}
+            if simulator is not None:
+                snapshot = {**snapshot, "producer": dataclasses.asdict(simulator.stats())}
+            return snapshot
+
+        return exposition(status, self.lake)
+
+    def _start_metrics_alone(self) -> None:
+        """--no-dashboard: /metrics alone on the dashboard's address; a port in use costs the
+        metrics only (the pipeline runs on, as it did before there were metrics)."""
+        from streaming.kafka.broker import port_is_free
+
+        s = self.settings
+        assert self.metrics is not None
+        if not port_is_free(s.port, s.host):
+            log.warning("port %d on %s is in use: /metrics is not served (choose another with --port N)",
+                        s.port, s.host)
+            return
+        self._serve(self.metrics(None, self._scrape(), (s.host, *s.allowed_hosts)), "metrics")
 
     def _start_dashboard(self) -> None:
-        from werkzeug.serving import make_server
-
-        from streaming.jobs.reconcile import Reconciler
+        from streaming.run.metrics import MeteredReconciler
 
         s = self.settings
         if self.dashboard is None:
@@ -130,14 +172,22 @@ class App(Command[Settings]):
         # Spark and the health monitor are up by now (start() starts the pipeline first); the page
         # does without either, as when a test starts the dashboard alone.
         health = self.health.snapshot if self.health is not None else None
-        reconciler = Reconciler(self.spark, s, self.lake) if self.spark is not None else None
+        reconciler = MeteredReconciler(self.spark, s, self.lake) if self.spark is not None else None
         # The Host names it answers to: the local ones (always), the bind address when it is a
         # specific one (the dashboard ignores 0.0.0.0 and ::) and --allow-host. Positional: run.py's
         # factory passes its arguments on as they come.
         app = self.dashboard(self.lake, s.refresh_ms, self.simulator, health, reconciler, (s.host, *s.allowed_hosts))
-        self.web = web = make_server(s.host, s.port, app.server, threaded=True)
-        threading.Thread(target=web.serve_forever, name="dashboard", daemon=True).start()
-        log.info("dashboard at http://%s:%d", s.host, s.port)
+        if self.metrics is not None:
+            self.metrics(app.server, self._scrape(), (s.host, *s.allowed_hosts))
+        self._serve(app.server, "dashboard")
+
+    def _serve(self, server, what: str) -> None:
+        from werkzeug.serving import make_server
+
+        s = self.settings
+        self.web = web = make_server(s.host, s.port, server, threaded=True)
+        threading.Thread(target=web.serve_forever, name=what, daemon=True).start()
+        log.info("%s at http://%s:%d%s", what, s.host, s.port, "/metrics" if what == "metrics" else "")
 
     # -- run ------------------------------------------------------------------------------
     def run_until_stopped(self) -> int:

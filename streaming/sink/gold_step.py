@@ -31,6 +31,7 @@ from streaming.medallion.gold import MEASURES, window_starts, window_sums
 from streaming.medallion.history import CARRIED_OVER, REPLAY, carried_over, change_rows, stream_causes
 from streaming.medallion.lateness import EPOCH, judged_watermark, late_trade_rows, too_late
 from streaming.medallion.replay import recount
+from streaming.metrics.counters import METRICS
 
 log = logging.getLogger(__name__)
 CARRIED_OVER_DONE = 2**62  # the batch id of the carried-over history's last day
@@ -94,19 +95,21 @@ class GoldStep:
                               lambda: self.update_gold(sums, ledger, batch, Write.ADD),
                               lambda: self.lake.publish(BATCH_WATERMARKS, ledger, batch))
 
-    def count_kept(self, kept: pa.Table, ledger: pa.Table, batch: Batch, recount: bool) -> None:
+    def count_kept(self, kept: pa.Table, ledger: pa.Table, batch: Batch, recount: bool) -> int:
         """The trades silver kept from the batch's records (lateness.LATE_CANDIDATE_COLUMNS)
-        counted, and the batch's ledger rows."""
+        counted, and the batch's ledger rows. Returns how many were too late."""
         with self.lake.writing(*GOLD_WRITES):
-            self.count_trades(kept, ledger, batch, recount)
+            late_count = self.count_trades(kept, ledger, batch, recount)
             # Every batch that read records leaves its offsets and watermark in the ledger, even
             # when all its trades were too late and it changes no window.
             self.lake.publish(BATCH_WATERMARKS, ledger, batch)
+        return late_count
 
-    def count_trades(self, kept: pa.Table, ledger: pa.Table, batch: Batch, recount: bool) -> None:
-        """The trades silver kept: too late -> gold/late_trades; the others -> gold."""
+    def count_trades(self, kept: pa.Table, ledger: pa.Table, batch: Batch, recount: bool) -> int:
+        """The trades silver kept: too late -> gold/late_trades; the others -> gold. Returns how
+        many were too late."""
         if kept.num_rows == 0:
-            return
+            return 0
         late = too_late(kept, judged_watermark(ledger))
         self.record_late(kept.filter(late), ledger, batch)
         if recount:
@@ -114,6 +117,7 @@ class GoldStep:
         else:
             self.update_gold(window_sums(kept.filter(pc.invert(late)), self.settings.window), ledger, batch,
                              Write.ADD)
+        return int(pc.sum(late).as_py() or 0)
 
     def record_late(self, late: pa.Table, ledger: pa.Table, batch: Batch) -> None:
         """Too-late trades (LATE_CANDIDATE_COLUMNS) -> gold/late_trades."""
@@ -138,8 +142,8 @@ class GoldStep:
         # Corrections and history before gold: they need the windows as they stood before this
         # batch, and a batch run again after a crash finds gold without it until gold's commit.
         self.lake.at_once(
-            lambda: self.lake.publish(CORRECTIONS, find_corrections(current, after, watermark, delay, now, batch.id,
-                                                                    batch.writer), batch),
+            lambda: self.lake.publish(CORRECTIONS, METRICS.corrected(find_corrections(
+                current, after, watermark, delay, now, batch.id, batch.writer)), batch),
             lambda: self.lake.publish(SUMMARY_HISTORY, change_rows(current, after, causes, now, batch.writer,
                                                                    batch.id), batch))
         self.lake.publish(GOLD, gold_rows(sums, batch.id, now), batch, write=write)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from datetime import datetime, timezone
 
 import pyarrow as pa
@@ -49,6 +50,7 @@ from streaming.medallion.gold import merge_window_sums
 from streaming.medallion.lateness import EPOCH, LATE_CANDIDATE_COLUMNS, judged_watermark, ledger_rows
 from streaming.medallion.silver.arrow import parse_records, quarantine_rows, silver_rows
 from streaming.medallion.silver.guard import screened
+from streaming.metrics.counters import METRICS, oldest_arrival, quarantine_reasons, reason_counts
 from streaming.sink.gold_step import GoldStep
 from streaming.sink.read_before import ReadBefore, rewinds
 from streaming.sink.seen_ids import SilverBefore, TradeIds, id_keys
@@ -81,15 +83,21 @@ class MedallionSink:
     def query_id(self) -> str:
         return self.checkpoint.query_id
 
+    @functools.cached_property
+    def query_name(self) -> str:
+        return self.checkpoint.location.rstrip("/").rsplit("/", 1)[-1]
+
     def batch(self, batch_id: int) -> Batch:
         return Batch(self.query_id, batch_id)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         # The stream's jobs go first, before a reconciliation's (fairscheduler.xml).
         batch.sparkSession.sparkContext.setLocalProperty("spark.scheduler.pool", "stream")
+        started = time.perf_counter()
         read, previous = self.checkpoint.offset_log(batch_id), self.checkpoint.offset_log(batch_id - 1)
         for said in rewinds(read, previous, datetime.now(timezone.utc)):
             self.data_loss = said
+            METRICS.lost(0)
             log.warning("%s", said)
         latest = self.latest_before(batch_id, previous)
         watermark = EPOCH if latest is None else max(EPOCH, latest - self.settings.watermark)
@@ -108,6 +116,7 @@ class MedallionSink:
         self.latest_for, self.last_done = batch_id + 1, batch_id
         if self.latest is not None and self.latest - self.settings.watermark > EPOCH:
             self.watermark = self.latest - self.settings.watermark
+        METRICS.batch_seconds.labels(self.query_name).observe(time.perf_counter() - started)
 
     def continue_from(self, latest: datetime | None) -> None:
         """The query's first batch follows records written before it (a replay's part from
@@ -154,7 +163,13 @@ class MedallionSink:
         self.lake.at_once(*(functools.partial(self.lake.commit_files, table, results.files(table), this)
                             for table in (BRONZE, SILVER, QUARANTINE)))
         self.trade_ids.add(*new_ids)
-        self.gold.add_summed(results.table(LATE), merge_window_sums(results.tables(SUMS)), ledger, this)
+        late = results.table(LATE)
+        self.gold.add_summed(late, merge_window_sums(results.tables(SUMS)), ledger, this)
+        METRICS.batch_written(self.query_name, sum(f.rows for f in results.files(BRONZE)),
+                              sum(f.rows for f in results.files(SILVER)), late.num_rows,
+                              quarantine_reasons(results.files(QUARANTINE), self.lake.location(QUARANTINE),
+                                                 self.lake.storage_options),
+                              oldest_arrival(results.files(BRONZE)))
         return results.latest_event_time()
 
     def count_losses(self, ledger: pa.Table, first_read: dict[tuple[str, int], int]) -> pa.Table:
@@ -173,6 +188,7 @@ class MedallionSink:
         if not lost:
             return ledger
         self.records_lost += sum(lost.values())
+        METRICS.lost(sum(lost.values()))
         self.data_loss = losses.said(lost, heads, self.records_lost, datetime.now(timezone.utc))
         log.warning("%s", self.data_loss)
         return losses.with_losses(ledger, lost)
@@ -201,9 +217,13 @@ class MedallionSink:
         run_again = self.lake.published(SILVER, this)  # after a crash, before Spark recorded the batch done
         self.lake.publish(BRONZE, bronze_rows(rows), this)
         self.lake.publish(SILVER, trades, this, narrow=not read_again)
-        self.lake.publish(QUARANTINE, quarantine_rows(rows), this)
+        quarantined = quarantine_rows(rows)
+        self.lake.publish(QUARANTINE, quarantined, this)
         # The trades silver kept from these records: a redelivery of a trade it had is not among them.
         kept = silver_rows_of_records(self.lake, trades, LATE_CANDIDATE_COLUMNS)
         self.trade_ids.add(*id_keys(kept))
-        self.gold.count_kept(kept, ledger, this, recount=read_again or run_again)
+        too_late = self.gold.count_kept(kept, ledger, this, recount=read_again or run_again)
+        METRICS.batch_written(self.query_name, records.num_rows, kept.num_rows, too_late,
+                              reason_counts(quarantined["reason"]) if quarantined.num_rows else {},
+                              pc.min(records["timestamp"]).as_py(), read_again=read_again or run_again)
         return pc.max(kept["event_time"]).as_py() if kept.num_rows else None

@@ -78,9 +78,9 @@ def test_every_table_read_goes_through_the_lake_not_a_pyarrow_dataset():
 
 
 # The stages' order (docs/architecture.md#the-stages): a room imports only rooms after it.
-ROOM_ORDER = ("dashboard", "streaming.run", "streaming.jobs", "streaming.sink", "streaming.simulation",
-              "streaming.kafka", "streaming.medallion", "streaming.config", "streaming.lake", "streaming.rows",
-              "streaming.jars")
+ROOM_ORDER = ("dashboard", "streaming.run", "streaming.jobs", "streaming.sink", "streaming.metrics",
+              "streaming.simulation", "streaming.kafka", "streaming.medallion", "streaming.config", "streaming.lake",
+              "streaming.rows", "streaming.jars")
 MAX_PRODUCT_LINES = 400
 SQL_TEXT = re.compile(r"""["'](SELECT|MERGE INTO|INSERT INTO|DELETE FROM|UPDATE)\s""")
 
