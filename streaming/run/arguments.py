@@ -155,15 +155,18 @@ def _add_run_arguments(run) -> None:
     run.add_argument("--no-producer", action="store_true",
                      help="start with the producer simulation off (the dashboard can turn it on)")
     run.add_argument("--no-dashboard", action="store_true", help="run the pipeline only (headless)")
-    run.add_argument("--host", default="127.0.0.1", help="dashboard bind address (default: %(default)s)")
-    run.add_argument("--port", type=port, default=8050, help="dashboard port (default: %(default)s)")
+    run.add_argument("--host", default="127.0.0.1",
+                     help="bind address of the dashboard, its API and /metrics (default: %(default)s)")
+    run.add_argument("--port", type=port, default=8050,
+                     help="port of the dashboard, its API and /metrics (--no-dashboard too; default: %(default)s)")
     run.add_argument("--allow-host", dest="allow_host", type=host_name, action="append", default=[], metavar="NAME",
                      help="another host name or address the dashboard answers to, as the browser sends it in "
                           "the Host header (repeatable; 127.0.0.1, localhost and a specific --host address "
                           "are always allowed, on any port), e.g. --allow-host dash.internal")
     add_spark_arguments(run)
     run.add_argument("--refresh-ms", type=positive_int, default=Settings.refresh_ms, metavar="MS",
-                     help="how often the dashboard refreshes, in milliseconds (default: %(default)s)")
+                     help="how often the page polls, in milliseconds, while its live connection (pushed "
+                          "updates) is down (default: %(default)s)")
     run.add_argument("--log-every", type=positive_int, default=Settings.log_every_batches, metavar="N",
                      help="log a status line every N gold micro-batches (default: %(default)s)")
 
