@@ -22,9 +22,9 @@ log = logging.getLogger("bench")
 COMMAND = "python -m bench"
 # Sections other commands measure (python -m bench.broker_soak, python -m bench.delta_writers,
 # python -m bench --long-run, python -m bench --soak, python -m bench.month_files,
-# python -m bench.time_machine): a bench run carries them over.
+# python -m bench.time_machine, python -m bench.metrics_scrape): a bench run carries them over.
 KEPT_SECTIONS = ("## Embedded broker: ", "## Delta writers: ", "## Long run: ", "## Soak: ", "## Live files: ",
-                 "## Time machine: ")
+                 "## Time machine: ", "## Metrics scrape: ")
 
 
 def summary_line(results: Results) -> str:
