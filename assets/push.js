@@ -5,6 +5,8 @@
     let config = null;
     let source = null;
     let quarantineChanges = null;  // the last push's count of quarantine changes
+    let filterChanges = null;  // and of the newest day's channels and symbols
+    let copied = null;  // the push_id of the snapshot last copied into the store
     let epoch = null;  // the server's, from the event ids: another one after a restart
     let resync = false;  // after a restart: the tick moves once, for what changed meanwhile
     let leaving = false;  // the server said bye: EventSource reconnects, nothing is down
@@ -17,6 +19,7 @@
         setProps(config.state, {children: live ? "Live" : "Reconnecting…",
                                 style: live ? config.liveStyle : config.downStyle});
         setProps(config.tick, {disabled: live});
+        setProps(config.filterTick, {disabled: live});  // while live, the push says when they changed
     }
 
     function connect() {
@@ -48,13 +51,15 @@
         return typeof value === "string" && value !== "";
     }
 
-    // The view pushed to every page (refresh.is_default_view): the newest day, no filter.
-    function isDefaultView(pushed, day, channel, symbol) {
-        if (chosen(channel) || chosen(symbol)) {
-            return false;
-        }
+    // The picker shows the newest day: empty, on it, or on a day gold does not have (pick_day).
+    function isNewestDay(pushed, day) {
         const days = (pushed && pushed.days) || [];
         return !chosen(day) || !days.includes(day) || day === days[0];
+    }
+
+    // The view pushed to every page (refresh.is_default_view): the newest day, no filter.
+    function isDefaultView(pushed, day, channel, symbol) {
+        return !chosen(channel) && !chosen(symbol) && isNewestDay(pushed, day);
     }
 
     window.dash_clientside = window.dash_clientside || {};
@@ -67,22 +72,48 @@
             }
             return window.dash_clientside.no_update;  // the layout says Connecting… until the first open
         },
-        // A push is the snapshot of the default view. The tick moves (the server then works out
-        // this page's view) for a push in a view of the page's own, and when the quarantine
-        // changed: its panel is filled on the tick.
-        follow: function (pushed, day, channel, symbol, tick) {
+        // A push is the snapshot of the default view, and the quarantine panel's default view
+        // (every reason, the newest day). The tick moves (the server then works out this page's
+        // view) for a push in a view of the page's own, and for a quarantine change while the
+        // panel shows a reason or another day.
+        follow: function (pushed, day, channel, symbol, tick, reason, filterTick) {
             const noUpdate = window.dash_clientside.no_update;
             const triggered = (window.dash_clientside.callback_context.triggered || []).map(t => t.prop_id);
             const byPush = pushed && config !== null && triggered.some(id => id.startsWith(config.pushed + "."));
             const shared = pushed && isDefaultView(pushed, day, channel, symbol);
             let ticks = byPush && !shared;
+            let quarantine = noUpdate;
+            let filters = noUpdate;
             if (byPush) {
+                const options = pushed.filter_changes;
+                if (filterChanges !== null && options !== filterChanges) {
+                    filters = (filterTick || 0) + 1;
+                }
+                filterChanges = options;
                 const changes = pushed.quarantine_changes;
-                ticks = ticks || resync || (quarantineChanges !== null && changes !== quarantineChanges);
+                if (quarantineChanges !== null && changes !== quarantineChanges && !ticks) {
+                    if (!chosen(reason) && isNewestDay(pushed, day) && pushed.quarantine) {
+                        quarantine = pushed.quarantine;
+                    } else {
+                        ticks = true;
+                    }
+                }
+                ticks = ticks || resync;
                 quarantineChanges = changes;
                 resync = false;
             }
-            return [shared ? pushed : noUpdate, ticks ? (tick || 0) + 1 : noUpdate];
+            let snapshot = noUpdate;
+            if (!shared) {
+                copied = null;
+            } else if (!byPush || pushed.push_id !== copied) {  // not when only the rest moved
+                copied = pushed.push_id;
+                snapshot = Object.assign({}, pushed);
+                // The page's other stores and ticks have these: the panels' uploads stay small.
+                delete snapshot.quarantine;
+                delete snapshot.quarantine_changes;
+                delete snapshot.filter_changes;
+            }
+            return [snapshot, ticks ? (tick || 0) + 1 : noUpdate, quarantine, filters];
         },
     };
 })();

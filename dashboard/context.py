@@ -52,6 +52,7 @@ class PageContext:
     lake: Lake | None = None
     filter_values: SilverFilterValues | None = None
     quarantine: QuarantineReader | None = None
+    push: Any = None  # the app's push.Publisher, which sets itself here when it is made
     # What is worked out from a frame is kept until the reader hands back another (gold changes
     # with every micro-batch, a day's corrections far less often).
     _days_of: dict = field(init=False, repr=False)
@@ -69,6 +70,13 @@ class PageContext:
         if self._days_of["gold"] is not gold:
             self._days_of.update(gold=gold, days=trading_days(gold))
         return self._days_of["days"]
+
+    def drawn(self, name: str, compute: Callable[..., Any], snapshot: Any, *args: Any) -> Any:
+        """compute(snapshot, *args): the outputs of a panel drawn from the snapshot store, worked
+        out once per push for every page (push.Publisher.shared); without a publisher, now."""
+        if self.push is None:
+            return compute(snapshot, *args)
+        return self.push.shared(name, compute, snapshot, *args)
 
     def shown_day(self, day: str | None) -> str | None:
         """The day the page shows for the picker's choice (see pick_day)."""

@@ -5,16 +5,25 @@ Server-sent events on Flask rather than Dash's WebSocket callbacks: those need t
 Quart backend (the Host guard and the API routes are Flask's), and a WebSocket callback runs per
 viewer, where this work is shared. The browser's EventSource reconnects by itself after a server
 restart; assets/push.js shows the connection's state and turns the fallback interval
-(ids.TICK) on while it is down."""
+(ids.TICK) on while it is down.
+
+The panels drawn from the snapshot store still run per page (each page uploads its store), but
+their work is shared too: a push carries its push_id, and the first page to draw a push works a
+panel's outputs out from the server's own copy of that push (PanelCache); the other pages get
+those. Chosen over pushing the panels' outputs themselves (push.js setting them, the server
+callbacks silenced in the default view): the same page and callbacks serve every view, and a
+page whose push is too old, or a view of its own, is drawn as before."""
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import threading
 import time
 import uuid
-from typing import Callable, Iterator
+from collections import Counter, OrderedDict
+from typing import Any, Callable, Iterator
 
 import flask
 from dash import ClientsideFunction, Dash, Input, Output, State, dcc, html
@@ -22,6 +31,7 @@ from plotly.io.json import to_json_plotly
 
 from dashboard import ids
 from dashboard.context import PageContext
+from dashboard.panels.quarantine import quarantine_view
 from dashboard.refresh import view_snapshot
 
 log = logging.getLogger(__name__)
@@ -32,11 +42,23 @@ MIN_GAP_S = 0.5  # at most one push per gap: the changes made meanwhile go out t
 KEEP_ALIVE_S = 15.0  # a comment this often: a closed page is noticed at the next write
 STREAM_S = 600.0  # a stream says bye and ends then, and EventSource reconnects: no thread waits for ever
 RETRY_MS = 1000  # how soon EventSource reconnects after the connection drops
+KEPT_PUSHES = 8  # the newest pushes kept to draw from: a page a few pushes behind is still shared
+PANEL_ENTRIES = 256  # a few callbacks x a few pushes x the choices pages make (chart mode...)
+WAIT_S = 10.0  # a page waiting for another's drawing of a push draws it itself after this
 
 INDICATOR_STYLE = {"position": "fixed", "top": "8px", "right": "12px", "zIndex": 1000, "padding": "2px 10px",
                    "borderRadius": "10px", "fontSize": "12px", "background": "#eceff1", "color": "#37474f"}
 LIVE_STYLE = {**INDICATOR_STYLE, "background": "#e8f5e9", "color": "#1b5e20"}
 DOWN_STYLE = {**INDICATOR_STYLE, "background": "#fff3e0", "color": "#e65100"}
+
+
+# What a push carries besides the snapshot (for the page's other stores and ticks).
+PAGE_PARTS = ("quarantine", "quarantine_changes", "filter_changes")
+
+
+def view_part(snapshot: dict) -> dict:
+    """The snapshot a push carries for the snapshot store (PAGE_PARTS left out)."""
+    return {key: value for key, value in snapshot.items() if key not in PAGE_PARTS}
 
 
 def default_frames(context: PageContext) -> tuple:
@@ -51,14 +73,65 @@ def default_frames(context: PageContext) -> tuple:
 
 
 def quarantine_frames(context: PageContext) -> tuple:
-    """What the quarantine panel's default view is made from: its counts (the same list until the
-    table changes) and the newest day (the panel counts the shown day's)."""
-    counts = context.quarantine.read()[0] if context.quarantine is not None else None
-    return counts, next(iter(context.gold_days()), None)
+    """What the quarantine panel's default view is made from: its counts and newest records of
+    every reason (the same lists until the table changes) and the newest day (the panel counts
+    the shown day's)."""
+    counts, newest = context.quarantine.read() if context.quarantine is not None else (None, None)
+    return counts, newest, next(iter(context.gold_days()), None)
 
 
 def same_frames(these: tuple, those: tuple) -> bool:
     return len(these) == len(those) and all(a is b for a, b in zip(these, those))
+
+
+def plain(outputs: Any) -> Any:
+    """The outputs as the JSON Dash sends (components as their dicts): kept so, each page's answer
+    is encoded without walking the components again (the most of a shared answer's cost)."""
+    return json.loads(to_json_plotly(outputs))
+
+
+class _Drawing:
+    """One key's outputs, being worked out by the page that asked first (done set when it is)."""
+
+    def __init__(self):
+        self.done, self.ok, self.value = threading.Event(), False, None
+
+
+class PanelCache:
+    """Outputs by key, least recently used out beyond `size`. Single flight: the first caller of a
+    key works it out, callers meanwhile wait for that rather than working it out too (30 pages
+    ask within a few milliseconds of a push). A failure is not kept: each waiter tries itself."""
+
+    def __init__(self, size: int = PANEL_ENTRIES, wait_s: float = WAIT_S):
+        self.size, self.wait_s = size, wait_s
+        self.computations: Counter = Counter()  # per callback name (a key's first part)
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[tuple, _Drawing] = OrderedDict()
+
+    def outputs(self, key: tuple, compute: Callable[[], Any]) -> Any:
+        with self._lock:
+            entry = self._entries.get(key)
+            first = entry is None
+            if entry is None:
+                entry = self._entries[key] = _Drawing()
+                while len(self._entries) > self.size:
+                    self._entries.popitem(last=False)
+            else:
+                self._entries.move_to_end(key)
+        if not first:
+            entry.done.wait(self.wait_s)
+            return entry.value if entry.ok else compute()
+        try:
+            entry.value, entry.ok = compute(), True
+            with self._lock:
+                self.computations[key[0]] += 1
+            return entry.value
+        finally:
+            if not entry.ok:
+                with self._lock:
+                    if self._entries.get(key) is entry:
+                        del self._entries[key]
+            entry.done.set()
 
 
 class Publisher:
@@ -76,14 +149,22 @@ class Publisher:
         self._look = threading.Lock()  # one look at a time
         self._seq, self._payload = 0, ""
         self._snapshot: dict | None = None
+        self._push_id = ""
         self._pushed_at = -math.inf
         self._frames: tuple = ()
         self._data: dict | None = None
         self._quarantine: tuple = ()
+        self._quarantine_view: dict | None = None
         self._quarantine_changes = 0
+        self._filter_values: tuple | None = None
+        self._filter_changes = 0
         self._subscribers = 0
         self._stopping = False
         self._thread: threading.Thread | None = None
+        self._kept: OrderedDict[str, list] = OrderedDict()  # push_id -> [payload, parsed or None]
+        self.panels = PanelCache()
+        # The panels' callbacks are registered before the publisher is made: they find it here.
+        context.push = self
 
     @property
     def subscribers(self) -> int:
@@ -95,17 +176,47 @@ class Publisher:
             return self._seq, self._payload
 
     def snapshot(self) -> dict:
-        """The default view's snapshot now; its data worked out again only when a frame changed.
-        "quarantine_changes" counts the changes of the quarantine panel's data (its own store,
-        filled per page on the tick: push.js ticks when this moves)."""
+        """The default view's snapshot now (with the page's parts: page_parts); its data worked
+        out again only when a frame changed."""
+        return {**self._view(), **self.page_parts()}
+
+    def _view(self) -> dict:
         frames = default_frames(self.context)
         if self._data is None or not same_frames(frames, self._frames):
             self._data, self._frames = view_snapshot(self.context, None, None, None), frames
             self.computations += 1
-        quarantine = quarantine_frames(self.context)
-        if not (self._quarantine and quarantine[0] is self._quarantine[0] and quarantine[1] == self._quarantine[1]):
-            self._quarantine, self._quarantine_changes = quarantine, self._quarantine_changes + 1
-        return {**self._data, "status": self.context.status(), "quarantine_changes": self._quarantine_changes}
+        return {**self._data, "status": self.context.status()}
+
+    def page_parts(self) -> dict:
+        """"quarantine": the quarantine panel's default view (every reason, the newest day: its
+        own store, which push.js fills from it while the page shows that); "quarantine_changes"
+        counts its changes (push.js ticks for another view of it when this moves);
+        "filter_changes" those of the newest day's channels and symbols in silver (push.js moves
+        ids.FILTER_TICK, off while the page is live, when this moves)."""
+        counts, newest, day = quarantine_frames(self.context)
+        if not (self._quarantine and same_frames((counts, newest), self._quarantine[:2])
+                and day == self._quarantine[2]):
+            self._quarantine, self._quarantine_changes = (counts, newest, day), self._quarantine_changes + 1
+            self._quarantine_view = quarantine_view(counts or [], newest or [], day, None)
+        filters = self._read_filter_values()
+        if filters is not None and filters != self._filter_values:
+            self._filter_values, self._filter_changes = filters, self._filter_changes + 1
+        return {"quarantine": self._quarantine_view, "quarantine_changes": self._quarantine_changes,
+                "filter_changes": self._filter_changes}
+
+    def _read_filter_values(self) -> tuple | None:
+        values = self.context.filter_values
+        try:
+            return values.read(self.context.shown_day(None)) if values is not None else ([], [])
+        except Exception as exc:  # noqa: BLE001 - the options only: the snapshot is pushed all the same
+            log.warning("push: reading the channels and symbols failed: %s", exc)
+            return None
+
+    def default_snapshot(self) -> dict:
+        """The default view's snapshot as the server works it out for a page (refresh_snapshot,
+        on the tick): the publisher's, so every page polling shares its work."""
+        with self._look:
+            return self._view()
 
     def check(self) -> bool:
         """One look: push the snapshot when it differs from the last push and that push is
@@ -116,13 +227,43 @@ class Publisher:
             snapshot = self.snapshot()
             if snapshot == self._snapshot:
                 return False
-            # Once for every page, as one line; push_id lets a page's callback tell pushes apart.
-            payload = to_json_plotly({**snapshot, "push_id": self._seq + 1})
+            # Once for every page, as one line. push_id names the snapshot (the id of the event
+            # that first carried it: unique across restarts): the panels' callbacks share their
+            # work by it (shared), and push.js leaves the store alone when only the rest moved.
+            same_view = self._snapshot is not None and view_part(snapshot) == view_part(self._snapshot)
+            push_id = self._push_id if same_view else f"{self.epoch}-{self._seq + 1}"
+            payload = to_json_plotly({**snapshot, "push_id": push_id})
             with self._changed:
                 self._seq, self._payload, self._snapshot = self._seq + 1, payload, snapshot
+                if not same_view:
+                    self._push_id, self._kept[push_id] = push_id, [payload, None]
+                while len(self._kept) > KEPT_PUSHES:
+                    self._kept.popitem(last=False)
                 self._pushed_at = self.clock()
                 self._changed.notify_all()
             return True
+
+    def pushed(self, push_id: Any) -> dict | None:
+        """One of the newest pushes as the pages have it (parsed once); None when it is not kept."""
+        with self._changed:
+            kept = self._kept.get(push_id) if isinstance(push_id, str) else None
+        if kept is None:
+            return None
+        if kept[1] is None:
+            kept[1] = json.loads(kept[0])  # two pages parsing at once both get the same
+        return kept[1]
+
+    def shared(self, name: str, compute: Callable[..., Any], snapshot: Any, *args: Any) -> Any:
+        """compute(snapshot, *args), once per push and choices for every page: from the server's
+        own copy of the push the snapshot names (an uploaded store is not trusted to be it), and
+        kept (PanelCache). A snapshot of a view of the page's own, or of a push no longer kept, is
+        drawn as it is."""
+        push_id = snapshot.get("push_id") if isinstance(snapshot, dict) else None
+        own = self.pushed(push_id)  # parsed once per push, then a look-up
+        if own is None:
+            return compute(snapshot, *args)
+        key = (name, push_id, json.dumps(args, sort_keys=True, default=repr))
+        return self.panels.outputs(key, lambda: plain(compute(own, *args)))
 
     def resume_after(self, last_event_id: str | None) -> int:
         """The push a reconnecting page last had (EventSource's Last-Event-ID), if it is one of
@@ -206,7 +347,7 @@ def event_stream(publisher: Publisher, last_event_id: str | None = None, stream_
 
 def layout() -> list:
     """The stores push.js writes, what it is told, and the connection indicator (fixed in a corner)."""
-    config = {"url": EVENTS_PATH, "pushed": ids.PUSHED, "tick": ids.TICK,
+    config = {"url": EVENTS_PATH, "pushed": ids.PUSHED, "tick": ids.TICK, "filterTick": ids.FILTER_TICK,
               "state": ids.PUSH_STATE, "retryMs": RETRY_MS, "liveStyle": LIVE_STYLE, "downStyle": DOWN_STYLE}
     return [dcc.Store(id=ids.PUSHED), dcc.Store(id=ids.PUSH_CONFIG, data=config),
             html.Span("Connecting…", id=ids.PUSH_STATE, style=INDICATOR_STYLE, title="The page's live connection")]
@@ -215,6 +356,8 @@ def layout() -> list:
 def register(app: Dash, publisher: Publisher) -> None:
     """GET /api/events (read-only, behind the app's Host guard) and the page's two clientside
     callbacks: connect once the layout is there, and copy a push into the snapshot store."""
+
+    app.server.extensions["dashboard.push"] = publisher  # for the tests and the benchmark
 
     @app.server.route(EVENTS_PATH)
     def api_events():
@@ -227,11 +370,14 @@ def register(app: Dash, publisher: Publisher) -> None:
 
     app.clientside_callback(ClientsideFunction("push", "connect"), Output(ids.PUSH_STATE, "children"),
                             Input(ids.PUSH_CONFIG, "data"))
-    # In the default view the push is the snapshot; in a view of the page's own it moves the tick
-    # (the server works that view out), and so it does when the quarantine changed (its panel is
-    # filled on the tick) or the server restarted.
+    # In the default view the push is the snapshot, and the quarantine panel's store when it
+    # changed; in a view of the page's own it moves the tick (the server works that view out), and
+    # so it does for a quarantine change while the panel shows a reason, or after a restart. A
+    # change of the newest day's channels and symbols moves the options' tick.
     app.clientside_callback(ClientsideFunction("push", "follow"), Output(ids.SNAPSHOT, "data", allow_duplicate=True),
-                            Output(ids.TICK, "n_intervals"), Input(ids.PUSHED, "data"),
+                            Output(ids.TICK, "n_intervals"), Output(ids.QUARANTINE_STORE, "data", allow_duplicate=True),
+                            Output(ids.FILTER_TICK, "n_intervals"), Input(ids.PUSHED, "data"),
                             Input(ids.DAY_PICKER, "value"), Input(ids.CHANNEL_FILTER, "value"),
                             Input(ids.SYMBOL_FILTER, "value"), State(ids.TICK, "n_intervals"),
+                            State(ids.QUARANTINE_REASON, "value"), State(ids.FILTER_TICK, "n_intervals"),
                             prevent_initial_call=True)

@@ -4,8 +4,8 @@ chart and the panels are drawn from.
 The default view (the newest day, no channel or symbol filter) is the same for every viewer:
 the publisher (dashboard/push.py) works it out once per change and pushes it to each page, where
 a clientside callback copies it into the store. The server callback below works out a viewer's
-own snapshot only for another day or a drill-down, or on the tick: the fallback while the page's
-live connection is down."""
+own snapshot only for another day or a drill-down; on the tick (the fallback while the page's
+live connection is down) the default view's is the publisher's (push.Publisher.default_snapshot)."""
 
 from __future__ import annotations
 
@@ -54,9 +54,13 @@ def register(app: Dash, context: PageContext) -> None:
         # The page's choices as the dropdowns give them: a text each, or none. Anything else is
         # ignored (the latest day, every channel and symbol) rather than failing the refresh.
         day, channel, symbol = (choice(value) for value in (day, channel, symbol))
-        if not needs_own_snapshot(is_default_view(day, channel, symbol, context.gold_days()),
-                                  ctx.triggered_id == ids.TICK):
+        default_view = is_default_view(day, channel, symbol, context.gold_days())
+        if not needs_own_snapshot(default_view, ctx.triggered_id == ids.TICK):
             raise PreventUpdate
+        # The default view on the tick (every page at once after a restart, or polling while the
+        # push is down) is the publisher's: worked out once per change for them all.
+        if default_view and context.push is not None:
+            return context.push.default_snapshot()
         snapshot = view_snapshot(context, day, channel, symbol)
         snapshot["status"] = context.status()
         return snapshot

@@ -68,6 +68,11 @@ def first_reported_shown(value) -> bool:
     return isinstance(value, list) and "on" in value
 
 
+def live_figure(snapshot, mode, first_reported: bool) -> dict:
+    return figures.summary_figure(snapshot if isinstance(snapshot, dict) else None, mode,
+                                  first_reported=first_reported)
+
+
 def register(app: Dash, context: PageContext) -> None:
     @app.callback(Output(ids.CHANNEL_FILTER, "options"), Output(ids.SYMBOL_FILTER, "options"),
                   Input(ids.FILTER_TICK, "n_intervals"), Input(ids.DAY_PICKER, "value"),
@@ -85,5 +90,4 @@ def register(app: Dash, context: PageContext) -> None:
     @app.callback(Output(ids.CHART, "figure"), Input(ids.SNAPSHOT, "data"), Input(ids.CHART_MODE, "value"),
                   Input(ids.FIRST_REPORTED, "value"))
     def draw_chart(snapshot, mode, first_reported):
-        return figures.summary_figure(snapshot if isinstance(snapshot, dict) else None, mode,
-                                      first_reported=first_reported_shown(first_reported))
+        return context.drawn("chart", live_figure, snapshot, mode, first_reported_shown(first_reported))

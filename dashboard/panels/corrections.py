@@ -69,10 +69,14 @@ def late_counters(snapshot: dict | None) -> str:
             f"{counters.get('too_late', 0):,} too late to count")
 
 
+def status_and_feeds(snapshot: dict | None) -> tuple:
+    return (figures.status_text(snapshot), late_counters(snapshot), corrections_feed(snapshot),
+            late_trades_list(snapshot))
+
+
 def register(app: Dash, context: PageContext) -> None:
     @app.callback(Output(ids.STATUS_LINE, "children"), Output(ids.LATE_COUNTERS, "children"),
                   Output(ids.CORRECTIONS_FEED, "children"), Output(ids.LATE_TRADES_LIST, "children"),
                   Input(ids.SNAPSHOT, "data"))
     def draw_status_and_feeds(snapshot):
-        return (figures.status_text(snapshot), late_counters(snapshot), corrections_feed(snapshot),
-                late_trades_list(snapshot))
+        return context.drawn("feeds", status_and_feeds, snapshot)

@@ -65,8 +65,12 @@ def lag_table(snapshot: dict | None):
     return feed_table(["Partition", "End offset", *(f"Lag {n}" for n in names)], rows, "No Kafka lag measured yet.")
 
 
+def health_panel(snapshot: dict | None) -> tuple:
+    return health_table(snapshot), lag_table(snapshot), figures.lag_sparkline(snapshot)
+
+
 def register(app: Dash, context: PageContext) -> None:
     @app.callback(Output(ids.HEALTH_QUERIES, "children"), Output(ids.KAFKA_LAG, "children"),
                   Output(ids.LAG_SPARKLINE, "figure"), Input(ids.SNAPSHOT, "data"))
     def draw_health(snapshot):
-        return health_table(snapshot), lag_table(snapshot), figures.lag_sparkline(snapshot)
+        return context.drawn("health", health_panel, snapshot)

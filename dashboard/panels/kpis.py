@@ -30,8 +30,12 @@ def kpi_cards(snapshot: dict | None) -> list:
             for label, value, extra in cards]
 
 
+def day_and_kpis(snapshot: dict | None) -> tuple:
+    return day_options(snapshot), kpi_cards(snapshot), chart_note(snapshot)
+
+
 def register(app: Dash, context: PageContext) -> None:
     @app.callback(Output(ids.DAY_PICKER, "options"), Output(ids.KPI_CARDS, "children"),
                   Output(ids.CHART_NOTE, "children"), Input(ids.SNAPSHOT, "data"))
     def draw_day_and_kpis(snapshot):
-        return day_options(snapshot), kpi_cards(snapshot), chart_note(snapshot)
+        return context.drawn("kpis", day_and_kpis, snapshot)

@@ -87,6 +87,12 @@ def slider_range(span: list[int] | None) -> tuple[int, int, dict, bool]:
     return span[0], span[1], slider_marks(span), False
 
 
+def live_slider_range(live) -> tuple[int, int, dict, bool]:
+    """slider_range of the snapshot store's history_span."""
+    span = live.get("history_span") if isinstance(live, dict) else None
+    return slider_range(span if isinstance(span, list) and len(span) == 2 else None)
+
+
 def _seconds(value) -> int | None:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
@@ -217,8 +223,7 @@ def register(app: Dash, context: PageContext) -> None:
     def spread_slider(live, low, high, disabled):
         """The slider over the shown day's changes (the store's history_span); nothing is sent
         while they span the same."""
-        span = live.get("history_span") if isinstance(live, dict) else None
-        new = slider_range(span if isinstance(span, list) and len(span) == 2 else None)
+        new = context.drawn("slider", live_slider_range, live)
         if (new[0], new[1], new[3]) == (low, high, disabled):
             return no_update, no_update, no_update, no_update
         return new

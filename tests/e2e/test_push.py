@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 from streaming.lake.store import Batch, Lake
-from streaming.lake.tables import GOLD
+from streaming.lake.tables import GOLD, QUARANTINE
 from tests.e2e.test_browser import CHROMIUM, CHROMIUM_ARGS, wait_for_text
 from tests.support.kafka import free_port
 from tests.support.process import ARTIFACTS, REPO
@@ -105,8 +105,8 @@ def test_a_window_written_to_gold_reaches_the_page_over_the_live_connection(dash
 
 
 def test_a_quiet_page_runs_no_callback(dashboard, page):
-    # Nothing changes, so nothing is pushed and the fallback tick is off. (The channel and symbol
-    # options have an interval of their own, every 30 s: longer than this test.)
+    # Nothing changes, so nothing is pushed and the fallback tick is off (and so is the channel
+    # and symbol options' interval: the push says when they change).
     page.goto(dashboard.url)
     wait_for_text(page, "#kpi-cards", "$100")
     time.sleep(1.0)  # the first push's callbacks settle
@@ -127,3 +127,20 @@ def test_after_a_server_restart_the_page_reconnects_by_itself_and_updates(dashbo
     wait_for_text(page, "#kpi-cards", "$350", timeout=15_000)
     write_window(Lake(dashboard.data_dir), 2, "09:30", 1000.0)
     wait_for_text(page, "#kpi-cards", "$1,350", timeout=15_000)
+
+
+def test_a_bad_record_reaches_the_quarantine_panel_with_the_push_and_no_tick(dashboard, page):
+    page.goto(dashboard.url)
+    wait_for_text(page, "#push-state", "Live")
+    wait_for_text(page, "#kpi-cards", "$100")
+    time.sleep(1.0)  # the first push's callbacks settle
+    page.callbacks.clear()
+    Lake(dashboard.data_dir).publish(QUARANTINE, pa.Table.from_pylist([{
+        "key": b"a", "value": b"{", "topic": "trades", "partition": 0, "offset": 1, "kafka_timestamp": DAY,
+        "reason": "invalid JSON", "ingested_at": datetime.now(UTC)}], schema=QUARANTINE.schema), Batch("fixture", 0))
+    # The panel is in a tab not shown: its text, not what is rendered.
+    page.wait_for_function("() => (document.querySelector('#quarantine-counts')?.textContent || '')"
+                           ".includes('invalid JSON')", timeout=15_000)
+    time.sleep(1.0)
+    # Only the panel drawn from its store: neither the snapshot's callback nor its own ran on a tick.
+    assert len(page.callbacks) == 1

@@ -12,13 +12,15 @@ import pytest
 
 from dashboard import ids
 from dashboard.app import create_app, empty_status
+from dashboard.client import store_quarantine
 from dashboard.context import PageContext, PageReaders
 from dashboard.push import EVENTS_PATH, Publisher, event_stream
-from dashboard.readers import QuarantineReader
+from dashboard.readers import QuarantineReader, SilverFilterValues
 from dashboard.refresh import is_default_view, needs_own_snapshot, view_snapshot
 from streaming.lake import tables
 from streaming.lake.store import Batch, Lake
 from streaming.lake.tables import GOLD
+from tests.unit.test_dashboard_filters import publish_silver
 
 UTC = timezone.utc
 DAY = datetime(2026, 3, 2, tzinfo=UTC)
@@ -101,10 +103,10 @@ def test_a_change_of_gold_gives_one_push_and_no_change_gives_none(publisher, lak
 def test_the_pushed_snapshot_is_what_the_server_works_out_for_the_default_view(publisher):
     publisher.check()
     expected = view_snapshot(publisher.context, None, None, None)
-    extra = ("status", "quarantine_changes", "push_id")
+    extra = ("status", "quarantine", "quarantine_changes", "filter_changes", "push_id")
     shared = {key: value for key, value in pushed(publisher).items() if key not in extra}
     assert shared == json.loads(json.dumps(expected))
-    assert pushed(publisher)["push_id"] == publisher.latest()[0]
+    assert pushed(publisher)["push_id"] == f"{publisher.epoch}-{publisher.latest()[0]}"  # the event's id
     assert pushed(publisher)["history_span"] == expected["history_span"]  # the time machine's slider
 
 
@@ -165,7 +167,7 @@ def test_a_change_that_leaves_the_default_view_as_it_was_is_not_pushed(publisher
 
 def test_a_new_bad_record_moves_the_quarantine_count_so_pages_refill_their_panel(publisher, lake, clock):
     publisher.check()
-    before = pushed(publisher)["quarantine_changes"]
+    before, push_id = pushed(publisher)["quarantine_changes"], pushed(publisher)["push_id"]
     lake.publish(tables.QUARANTINE, pa.Table.from_pylist([{
         "key": b"a", "value": b"{", "topic": "trades", "partition": 0, "offset": 1,
         "kafka_timestamp": DAY, "reason": "invalid JSON", "ingested_at": DAY}], schema=tables.QUARANTINE.schema),
@@ -174,6 +176,38 @@ def test_a_new_bad_record_moves_the_quarantine_count_so_pages_refill_their_panel
     assert publisher.check()
     assert pushed(publisher)["quarantine_changes"] == before + 1
     assert publisher.computations == 1  # gold did not change
+    assert pushed(publisher)["quarantine"]["total"] == 1
+    # The snapshot itself did not change: its push_id stays, so pages leave their store as it is.
+    assert pushed(publisher)["push_id"] == push_id and publisher.latest()[0] == 2
+
+
+def test_a_new_channel_or_symbol_of_the_newest_day_moves_the_filter_count_and_nothing_else_does(lake, status, clock):
+    context = PageContext(PageReaders.of(lake), status, lake=lake, filter_values=SilverFilterValues(lake))
+    publisher = Publisher(context, clock=clock)
+    publish_silver(lake.root, [("a", "AAPL", "BUY", 1.0, "web", "09:01")], batch_id=0)
+    publisher.check()
+    before = pushed(publisher)["filter_changes"]
+    publish_silver(lake.root, [("b", "AAPL", "SELL", 2.0, "web", "09:02")], batch_id=1)  # nothing new to choose
+    write_window(lake, 1, "09:15", 50.0)
+    later(clock)
+    publisher.check()
+    assert pushed(publisher)["filter_changes"] == before
+    publish_silver(lake.root, [("c", "NVDA", "BUY", 3.0, "kiosk", "09:03")], batch_id=2)
+    later(clock)
+    assert publisher.check()
+    assert pushed(publisher)["filter_changes"] == before + 1
+
+
+def test_the_pushed_quarantine_view_is_what_the_panel_s_callback_works_out_for_the_default_view(lake):
+    lake.publish(tables.QUARANTINE, pa.Table.from_pylist([{
+        "key": b"a", "value": b"{", "topic": "trades", "partition": 0, "offset": 1,
+        "kafka_timestamp": DAY, "reason": "invalid JSON", "ingested_at": DAY}], schema=tables.QUARANTINE.schema),
+        Batch("fixture", 0))
+    app = create_app(lake)
+    publisher = app.server.extensions["dashboard.push"]
+    publisher.check()
+    view = store_quarantine(app.server.test_client())
+    assert pushed(publisher)["quarantine"] == view and view["day_total"] == 1
 
 
 def test_the_stream_sends_the_latest_at_once_then_a_keep_alive_and_ends_when_the_publisher_stops(publisher):
