@@ -8,7 +8,6 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from dashboard.readers import frame_of
 from streaming.config import Settings
@@ -121,14 +120,6 @@ def json_records(frame: pd.DataFrame, time_columns: tuple[str, ...]) -> list[dic
     return [dict(zip(frame.columns, row)) for row in zip(*columns)]
 
 
-def changes_by(ordered: pa.Table, instant: pd.Timestamp | None) -> pa.Table:
-    """The history rows made at or before `instant` (all: None), in the order given."""
-    if instant is None or ordered.num_rows == 0:
-        return ordered
-    moment = pa.scalar(pd.Timestamp(instant).tz_convert("UTC").to_pydatetime(), ordered.schema.field("changed_at").type)
-    return ordered.filter(pc.less_equal(ordered["changed_at"], moment))
-
-
 def first_values(ordered: pa.Table) -> dict[str, dict]:
     """window_start (ISO) -> its MEASURES as the chart first showed the window complete, for the
     windows corrected since (history.first_reported); `ordered`: a day's history in change order."""
@@ -138,7 +129,7 @@ def first_values(ordered: pa.Table) -> dict[str, dict]:
 def history_windows(ordered: pa.Table, instant: pd.Timestamp | None = None) -> pd.DataFrame:
     """Gold as it stood at `instant`, gold-shaped (GOLD_COLUMNS), from a day's history in change
     order: each window's last change by then; its revision, the number of its changes by then."""
-    known = changes_by(ordered, instant)
+    known = history.made_by(ordered, instant)
     latest = history.as_of(known, None)
     _, counts = np.unique(known["window_start"].to_numpy(), return_counts=True)  # by window, as `latest`
     frame = latest.select(["window_start", "window_end", *MEASURES, "changed_at"]).to_pandas()

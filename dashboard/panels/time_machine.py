@@ -12,11 +12,11 @@ from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
 
 from dashboard import figures, ids
 from dashboard.context import PageContext
-from dashboard.data import as_of, changes_by, first_values, history_windows, snapshot_from
+from dashboard.data import as_of, first_values, history_windows, snapshot_from
 from dashboard.formatting import money
 from dashboard.inputs import choice
 from dashboard.panels.chart import first_reported_shown
-from streaming.medallion.history import BACKFILL, LATE, ON_TIME, REPLAY, revisions
+from streaming.medallion.history import BACKFILL, LATE, ON_TIME, REPLAY, made_by, revisions
 
 LIVE_LABEL = "Live"
 NO_HISTORY = "No history of this day yet: gold's changes of its windows are recorded as they are made."
@@ -148,7 +148,7 @@ def as_of_snapshot(ordered: pa.Table, instant: pd.Timestamp, corrections: pd.Dat
             pd.to_datetime(late["backfilled_at"], utc=True) <= instant))
     snapshot = snapshot_from(history_windows(ordered, instant), as_of(corrections, "corrected_at", instant), late,
                              day, days=days if day in days else [day],
-                             first=first_values(changes_by(ordered, instant)))
+                             first=first_values(made_by(ordered, instant)))
     snapshot["as_of"] = {"at": instant.isoformat(), "label": f"as of {instant:%Y-%m-%d %H:%M:%S} UTC"}
     return snapshot
 

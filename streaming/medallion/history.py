@@ -110,17 +110,22 @@ def in_change_order(history: pa.Table) -> pa.Table:
                             ("batch_id", "ascending")])
 
 
+def made_by(ordered: pa.Table, instant: datetime | pd.Timestamp | None) -> pa.Table:
+    """The changes made at or before `instant` (all of them: None), in the order given."""
+    if instant is None or ordered.num_rows == 0:
+        return ordered
+    return ordered.filter(pa.array(ordered["changed_at"].to_numpy() <= _utc_micros(instant)))
+
+
 def as_of(ordered: pa.Table, instant: datetime | pd.Timestamp | None) -> pa.Table:
     """Each window's last change at or before `instant` (all of them: None), by window start.
     `ordered`: history rows in_change_order."""
-    if ordered.num_rows == 0:
-        return ordered
-    starts = ordered["window_start"].to_numpy()
-    made = ordered["changed_at"].to_numpy()
-    known = np.ones(len(made), dtype=bool) if instant is None else made <= _utc_micros(instant)
-    # Within a window the changes are in time order, so those known by then are its first ones.
-    last_known = known & np.append((starts[1:] != starts[:-1]) | ~known[1:], True)
-    return ordered.filter(pa.array(last_known))
+    known = made_by(ordered, instant)
+    if known.num_rows == 0:
+        return known
+    starts = known["window_start"].to_numpy()
+    # Within a window the changes are in time order: its last one known is the last of its rows.
+    return known.filter(pa.array(np.append(starts[1:] != starts[:-1], True)))
 
 
 def revisions(ordered: pa.Table, window_start: datetime | pd.Timestamp) -> pa.Table:
