@@ -37,8 +37,9 @@ from dashboard.refresh import view_snapshot
 log = logging.getLogger(__name__)
 
 EVENTS_PATH = "/api/events"
-POLL_S = 0.25  # how often the publisher looks for a change while a page is connected
-MIN_GAP_S = 0.5  # at most one push per gap: the changes made meanwhile go out together
+POLL_S = 0.05  # how often the publisher looks for a change while a page is connected
+GOLD_GAP_S = 0.2  # a new gold version goes out at the next look once the last push is this old
+MIN_GAP_S = 0.5  # anything else (the status, quarantine) at most once per gap: together with what came meanwhile
 KEEP_ALIVE_S = 15.0  # a comment this often: a closed page is noticed at the next write
 STREAM_S = 600.0  # a stream says bye and ends then, and EventSource reconnects: no thread waits for ever
 RETRY_MS = 1000  # how soon EventSource reconnects after the connection drops
@@ -136,12 +137,16 @@ class PanelCache:
 
 class Publisher:
     """The default view's snapshot (status included), pushed when it changes: a look every
-    poll_s while a page is connected, at most one push per min_gap_s. Each page waits for a newer
-    push than its last (wait_newer): there is no queue, a slow page skips to the newest."""
+    poll_s while a page is connected; a new gold version is pushed at once (once the last push
+    is gold_gap_s old), any other change once the last push is min_gap_s old. What the page is
+    for, a trade reaching the chart, waits for no status push; the status alone pushes no more
+    often than before. Each page waits for a newer push than its last (wait_newer): there is no
+    queue, a slow page skips to the newest."""
 
     def __init__(self, context: PageContext, poll_s: float = POLL_S, min_gap_s: float = MIN_GAP_S,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, gold_gap_s: float = GOLD_GAP_S):
         self.context, self.poll_s, self.min_gap_s, self.clock = context, poll_s, min_gap_s, clock
+        self.gold_gap_s = min(gold_gap_s, min_gap_s)
         self.computations = 0  # times the default view's data was worked out
         # Event ids are "<epoch>-<push number>": after a restart the page sees another epoch.
         self.epoch = uuid.uuid4().hex[:8]
@@ -175,13 +180,13 @@ class Publisher:
         with self._changed:
             return self._seq, self._payload
 
-    def snapshot(self) -> dict:
+    def snapshot(self, frames: tuple | None = None) -> dict:
         """The default view's snapshot now (with the page's parts: page_parts); its data worked
         out again only when a frame changed."""
-        return {**self._view(), **self.page_parts()}
+        return {**self._view(frames), **self.page_parts()}
 
-    def _view(self) -> dict:
-        frames = default_frames(self.context)
+    def _view(self, frames: tuple | None = None) -> dict:
+        frames = default_frames(self.context) if frames is None else frames
         if self._data is None or not same_frames(frames, self._frames):
             self._data, self._frames = view_snapshot(self.context, None, None, None), frames
             self.computations += 1
@@ -220,11 +225,15 @@ class Publisher:
 
     def check(self) -> bool:
         """One look: push the snapshot when it differs from the last push and that push is
-        min_gap_s old. True when it pushed."""
+        min_gap_s old, or gold_gap_s old when gold has a new version. True when it pushed."""
         with self._look:
-            if self.clock() < self._pushed_at + self.min_gap_s:
+            since = self.clock() - self._pushed_at
+            if since < self.gold_gap_s:
                 return False
-            snapshot = self.snapshot()
+            frames = default_frames(self.context)
+            if since < self.min_gap_s and self._frames and frames[0] is self._frames[0]:
+                return False  # gold as pushed: the rest waits for the gap
+            snapshot = self.snapshot(frames)
             if snapshot == self._snapshot:
                 return False
             # Once for every page, as one line. push_id names the snapshot (the id of the event
@@ -321,7 +330,7 @@ class Publisher:
                 if self._stopping:
                     return
             self._look_safely()
-            pause = max(self.poll_s, self._pushed_at + self.min_gap_s - self.clock())
+            pause = max(self.poll_s, self._pushed_at + self.gold_gap_s - self.clock())
             with self._changed:
                 self._changed.wait_for(lambda: self._stopping, pause)
 

@@ -91,7 +91,7 @@ def test_a_new_push_is_drawn_once_more_and_each_choice_of_a_page_once(app, publi
     client = app.server.test_client()
     draw_page(client, page_store(publisher))
     write_window(lake, 1, "09:15", 50.0)
-    publisher.min_gap_s = 0.0
+    publisher.min_gap_s = publisher.gold_gap_s = 0.0
     assert publisher.check()
     for _ in range(3):
         draw_page(client, page_store(publisher))

@@ -110,16 +110,32 @@ def test_the_pushed_snapshot_is_what_the_server_works_out_for_the_default_view(p
     assert pushed(publisher)["history_span"] == expected["history_span"]  # the time machine's slider
 
 
-def test_changes_within_the_gap_are_coalesced_into_one_push_of_the_newest(publisher, lake, clock):
+def test_a_new_gold_version_is_pushed_at_once_and_changes_within_its_gap_go_out_together(publisher, lake, clock):
     assert publisher.check()
     write_window(lake, 1, "09:15", 50.0)
-    later(clock, 0.2)
+    later(clock, 0.1)
     assert not publisher.check()  # too soon after the last push: not even a look
     write_window(lake, 2, "09:30", 25.0)
-    later(clock, 0.4)
-    assert publisher.check()
+    later(clock, 0.1)
+    assert publisher.check()  # 0.2 s: gold's new version waits for no more
     assert publisher.latest()[0] == 2
     assert [w["buy_amount"] for w in pushed(publisher)["windows"]] == [100.0, 50.0, 25.0]
+
+
+def test_a_status_change_alone_waits_for_the_gap_after_the_last_push(publisher, status, lake, clock):
+    assert publisher.check()
+    status.value = {**status.value, "at": "2026-03-02T10:00:00+00:00"}
+    later(clock, 0.3)
+    assert not publisher.check()  # gold as pushed: the status waits
+    later(clock, 0.2)
+    assert publisher.check()
+    assert pushed(publisher)["status"]["at"] == "2026-03-02T10:00:00+00:00"
+    status.value = {**status.value, "at": "2026-03-02T10:00:01+00:00"}
+    write_window(lake, 1, "09:15", 50.0)
+    later(clock, 0.25)
+    assert publisher.check()  # with gold: at once, and the status with it
+    assert pushed(publisher)["status"]["at"] == "2026-03-02T10:00:01+00:00"
+    assert len(pushed(publisher)["windows"]) == 2
 
 
 def test_a_slow_page_skips_to_the_newest_push(publisher, lake, clock):
