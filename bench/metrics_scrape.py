@@ -12,6 +12,11 @@ checkpoint), freshness (produce() to visible in gold) and the CPU of run.py's pr
 each scrape's time from GET to body read, with its body's size, taken by a scraper in a process
 of its own (scrape_loop), as Prometheus is one.
 
+Then, on the same run.py with the steady producer stopped, throughput (scrape_bursts.py):
+`--bursts` bursts of `--burst-trades` trades, sent as fast as the producer can, in the order
+A B B A, the scraper GETting /metrics during the B ones only; a burst's trades/s is until gold
+includes all of it, and B/A of the conditions' medians is held to the same noise limit.
+
 After the run, one scrape is taken apart in this process (its collectors one by one, on the
 run's last health snapshot and its lake), to say what a scrape's time goes to.
 
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import multiprocessing
 import os
 import shutil
@@ -37,13 +43,14 @@ from typing import Callable
 
 import requests
 
-from bench import app_run
+from bench import app_run, scrape_bursts
 from bench.app_run import GROUPS, LakeRun, Page, Processes, Producer
 from bench.command_line import log_to_terminal, require_positive, stop_on_sigterm, tool_parser
 from bench.phases import latencies
 from bench.report import machine, write_section
 from bench.results import Results
 from bench.sampling import GoldWatcher
+from bench.scrape_bursts import BurstRun, get
 from streaming.lake.store import Lake
 
 log = logging.getLogger("bench")
@@ -53,13 +60,15 @@ HEADING = "## Metrics scrape: "
 SCRAPE_P95_LIMIT_MS = 5.0
 RATIO_LIMIT = 1.1  # "within noise": B/A of the figures below
 SIDE_BY_SIDE = 20  # GET /metrics and GET /api/status in turn, before the window
-# A/B figures, with their format; those held to RATIO_LIMIT first.
+# A/B figures, with their format; those held to RATIO_LIMIT first. Burst throughput is held to
+# it too, the other way up (B/A >= 1 / RATIO_LIMIT), as "throughput" in the verdict.
 HELD = ("batch_median_ms", "batch_p95_ms", "freshness_p95_s")
 FIGURES = (("batch_median_ms", "{:.0f}"), ("batch_p95_ms", "{:.0f}"), ("freshness_p95_s", "{:.2f}"),
            ("driver_cpu_s", "{:.1f}"))
 DESCRIPTION = ("Run `python run.py --no-producer` with the bench's producer at a steady rate and compare it "
                "without and with a scraper GETting /metrics every --interval, in interleaved blocks: the "
-               "scrape's time and size, batch time, freshness and CPU. Prints `metrics-scrape:` lines and "
+               "scrape's time and size, batch time, freshness and CPU; then bursts of trades without and with "
+               "the scraper: how fast the pipeline absorbs them. Prints `metrics-scrape:` lines and "
                "writes its section of docs/benchmarks.md.")
 
 
@@ -71,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
         ("--interval", float, 1.0, "seconds between scrapes in B (Prometheus's default is 15)"),
         ("--rate", float, 1_000, "trades/s produced"),
         ("--warm-seconds", float, 30, "seconds after the pipeline has caught up with its start, before measuring"),
+        ("--bursts", int, 4, "bursts after the blocks, A B B A ... (an even number; 0: none)"),
+        ("--burst-trades", int, 1_000_000, "trades per burst, sent as fast as the producer can"),
     )
     parser.add_argument("--topic", default="trades", help="the live topic (default: %(default)s)")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs",
@@ -83,7 +94,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = build_parser()
     args = parser.parse_args(argv)
     args.argv = argv
-    require_positive(parser, args, "seconds", "block_seconds", "interval", "rate")
+    require_positive(parser, args, "seconds", "block_seconds", "interval", "rate", "burst_trades")
+    if args.bursts < 0 or args.bursts % 2:
+        parser.error("--bursts must be an even number (as many A as B), or 0")
     if args.warm_seconds < 0:
         parser.error("--warm-seconds must be 0 or more")
     if args.block_seconds > args.seconds:
@@ -145,6 +158,7 @@ class ScrapeRun:
     cpu_s: dict = field(default_factory=lambda: {"A": dict.fromkeys(GROUPS, 0.0), "B": dict.fromkeys(GROUPS, 0.0)})
     status: dict = field(default_factory=dict)  # the last /api/status of the run
     parts_ms: dict = field(default_factory=dict)  # one scrape taken apart: part -> median ms
+    bursts: BurstRun | None = None  # the throughput bursts (None: --bursts 0)
 
     def figures(self) -> dict[str, dict[str, float]]:
         batches, fresh = split(self.schedule, self.run.batches), split(self.schedule, self.run.freshness)
@@ -161,10 +175,14 @@ def ratios(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
     return {name: b[name] / a[name] if a[name] else float("nan") for name, _ in FIGURES}
 
 
-def verdict(scrape_p95_ms: float, found: dict[str, float]) -> tuple[bool, list[str]]:
-    """(whether the issue's target holds, the held figures over RATIO_LIMIT). A figure that
-    could not be measured (nan) is never taken for a pass."""
+def verdict(scrape_p95_ms: float, found: dict[str, float],
+            throughput_ratio: float | None = None) -> tuple[bool, list[str]]:
+    """(whether the issue's target holds, the held figures over RATIO_LIMIT; "throughput" when the
+    bursts' B/A is under 1 / RATIO_LIMIT, None: no bursts). A figure that could not be measured
+    (nan) is never taken for a pass."""
     over = [name for name in HELD if not found[name] <= RATIO_LIMIT]
+    if throughput_ratio is not None and not throughput_ratio >= 1 / RATIO_LIMIT:
+        over.append("throughput")
     return scrape_p95_ms <= SCRAPE_P95_LIMIT_MS and not over, over
 
 
@@ -180,27 +198,18 @@ def ab_line(a: dict[str, float], b: dict[str, float]) -> str:
                                              for name, form in FIGURES)
 
 
-def ratio_line(scrape_p95_ms: float, a: dict[str, float], b: dict[str, float]) -> str:
-    """`metrics-scrape ratios: NAME=B/A ... scrape_p95_le_5ms=yes|no over_1.1=names|none verdict=pass|fail`."""
+def ratio_line(scrape_p95_ms: float, a: dict[str, float], b: dict[str, float],
+               throughput_ratio: float | None = None) -> str:
+    """`metrics-scrape ratios: NAME=B/A ... scrape_p95_le_5ms=yes|no over_1.1=names|none verdict=pass|fail`
+    (the bursts' throughput ratio is on its own line, and in over_1.1 and the verdict)."""
     found = ratios(a, b)
-    passed, over = verdict(scrape_p95_ms, found)
+    passed, over = verdict(scrape_p95_ms, found, throughput_ratio)
     return ("metrics-scrape ratios: " + " ".join(f"{name}={value:.2f}" for name, value in found.items())
             + f" scrape_p95_le_{SCRAPE_P95_LIMIT_MS:g}ms={'yes' if scrape_p95_ms <= SCRAPE_P95_LIMIT_MS else 'no'}"
             + f" over_{RATIO_LIMIT:g}={','.join(over) or 'none'} verdict={'pass' if passed else 'fail'}")
 
 
-# -- the run ----------------------------------------------------------------------------------
-def get(session: requests.Session, url: str) -> tuple[float, int]:
-    """(ms from the GET to its body read, the body's bytes)."""
-    began = time.perf_counter()
-    response = session.get(url, timeout=10)
-    body = response.content
-    ms = (time.perf_counter() - began) * 1000
-    if response.status_code != 200:
-        raise RuntimeError(f"GET {url} answered {response.status_code}")
-    return ms, len(body)
-
-
+# -- the run (get: scrape_bursts.py) ----------------------------------------------------------
 def scrape_loop(base: str, during: list[tuple[float, float]], interval_s: float, out) -> None:
     """The scraper, in a process of its own as Prometheus is (the bench's own threads, the
     producer first, would otherwise hold up its timing): the endpoint's first scrape and the
@@ -264,6 +273,7 @@ def measure(args: argparse.Namespace, data_dir: Path, say) -> ScrapeRun:
     try:
         watcher.start()
         wait(lambda: app_run.topic_ready(bootstrap, args.topic, broker_port), 180, "the topic")
+        producer_began = time.monotonic()  # its market clock's start, to the ms (the bursts' event times)
         producer.start()
         wait(lambda: watcher.total() > 0, 600, "the first batch in gold")
         run.restart_s = next(t for t, total in watcher.seen if total > 0) - t0
@@ -305,6 +315,12 @@ def measure(args: argparse.Namespace, data_dir: Path, say) -> ScrapeRun:
         values, run.missing = latencies(producer.sent, watcher.seen, 0)
         run.freshness = [(sent - t0, latency) for sent, latency in zip(producer.sent, values)]
         result.status = sampler.status or {}
+        if args.bursts:
+            say(f"  {scrape_bursts.WARM_BURSTS} + {args.bursts} bursts of {args.burst_trades:,} trades, "
+                "the steady producer stopped ...")
+            result.bursts = scrape_bursts.measure(
+                args, bootstrap, f"http://127.0.0.1:{web_port}", watcher, sampler, t0, context,
+                lambda now: scrape_bursts.market_time(producer_began, producer.speed, now), wait, say)
         sampler.stop()
         sampler.collect_batches()
         return result
@@ -389,12 +405,18 @@ def section(args: argparse.Namespace, result: ScrapeRun) -> str:
     a, b = found["A"], found["B"]
     scrapes = result.scrape_ms()
     p95 = percentile(scrapes, 95)
-    passed, over = verdict(p95, ratios(a, b))
+    bursts = result.bursts
+    tp_ratio = bursts.ratio() if bursts is not None else None
+    passed, over = verdict(p95, ratios(a, b), tp_ratio)
     found_ratios, m = ratios(a, b), machine()
     batches, fresh = split(result.schedule, result.run.batches), split(result.schedule, result.run.freshness)
     rows = [(name, form.format(a[name]), form.format(b[name]), f"{found_ratios[name]:.2f}",
              ("yes" if found_ratios[name] <= RATIO_LIMIT else "**no**") if name in HELD else "shown")
             for name, form in FIGURES]
+    if bursts is not None:  # lower is worse: held as A/B <= RATIO_LIMIT
+        rates, a_over_b = bursts.rates(), 1 / tp_ratio if tp_ratio else math.nan
+        rows.append(("throughput_trades_s (bursts)", f"{rates['A']:,.0f}", f"{rates['B']:,.0f}", f"{tp_ratio:.2f}",
+                     f"{'yes' if tp_ratio >= 1 / RATIO_LIMIT else '**no**'} (A/B {a_over_b:.2f})"))
     pairs = len(result.schedule) // 2
     parts = sorted(result.parts_ms.items(), key=lambda kv: -kv[1])
     cpu = "; ".join(f"{name} " + ", ".join(f"{group} {s:.1f} s" for group, s in result.cpu_s[name].items())
@@ -409,17 +431,24 @@ def section(args: argparse.Namespace, result: ScrapeRun) -> str:
         f"{pairs} block{'s' if pairs != 1 else ''} of {args.block_seconds:g} s each without scraping (A) and with "
         f"a scraper GETting /metrics every {args.interval:g} s (B), in the order A B B A A B ..., "
         f"{args.seconds:g} s of each. Prometheus scrapes every 15 s by default: {args.interval:g} s is "
-        f"{15 / args.interval:g}x harsher.",
+        f"{15 / args.interval:g}x harsher."
+        + (f" Then, the steady producer stopped, {len(scrape_bursts.schedule(args.bursts))} bursts of "
+           f"{args.burst_trades:,} trades as fast as the producer sends, A B B A ..., the scraper GETting /metrics "
+           f"every {args.interval:g} s during the B ones: throughput." if bursts is not None else ""),
         "",
         f"Target (issue 36): a scrape's p95 <= {SCRAPE_P95_LIMIT_MS:g} ms, and B/A of the batch median, batch p95 "
-        f"and freshness p95 within noise (<= {RATIO_LIMIT:g}). **{'Pass' if passed else 'Fail'}**"
+        f"and freshness p95 within noise (<= {RATIO_LIMIT:g})"
+        + (f", and burst throughput no lower than that (B/A >= 1/{RATIO_LIMIT:g} = {1 / RATIO_LIMIT:.2f})"
+           if bursts is not None else "")
+        + f". **{'Pass' if passed else 'Fail'}**"
         + ("." if passed else f": scrape p95 {p95:.2f} ms"
            + (f", over {RATIO_LIMIT:g}: {', '.join(over)}" if over else "") + "."),
         "",
         "```",
         scrape_line(scrapes, body_size(result), args.interval),
         ab_line(a, b),
-        ratio_line(p95, a, b),
+        *([scrape_bursts.throughput_line(bursts, RATIO_LIMIT)] if bursts is not None else []),
+        ratio_line(p95, a, b, tp_ratio),
         "```",
         "",
         f"| figure | A (no scrapes) | B (scraped every {args.interval:g} s) | B/A | <= {RATIO_LIMIT:g} |",
@@ -438,6 +467,7 @@ def section(args: argparse.Namespace, result: ScrapeRun) -> str:
         f"never shown: {result.run.missing:,}).",
         "- **driver_cpu_s**: CPU of run.py's Python and Spark's JVM in the condition's blocks (shown, not held to "
         f"the limit: it is the scrape's cost in CPU). Every group: {cpu}.",
+        *([scrape_bursts.section_text(bursts, args.interval, result.run.batches)] if bursts is not None else []),
     ]
     if parts:
         lines += [
@@ -476,11 +506,15 @@ def main(argv: list[str] | None = None) -> int:
         scrapes = result.scrape_ms()
         print(scrape_line(scrapes, body_size(result), args.interval), flush=True)
         print(ab_line(found["A"], found["B"]), flush=True)
-        print(ratio_line(percentile(scrapes, 95), found["A"], found["B"]), flush=True)
+        bursts = result.bursts
+        if bursts is not None:
+            print(scrape_bursts.throughput_line(bursts, RATIO_LIMIT), flush=True)
+        print(ratio_line(percentile(scrapes, 95), found["A"], found["B"],
+                         bursts.ratio() if bursts is not None else None), flush=True)
         if result.parts_ms:
             print("metrics-scrape parts (ms, median): "
                   + ", ".join(f"{name} {ms:.2f}" for name, ms in result.parts_ms.items()), flush=True)
-        return 1 if result.run.missing or not scrapes else 0
+        return 1 if result.run.missing or not scrapes or (bursts is not None and bursts.error) else 0
     except KeyboardInterrupt:
         log.info("interrupted")
         return 130
