@@ -13,6 +13,9 @@ batch's offsets were written to the time it was committed), every batch, read ea
 (Spark keeps the last 100); /api/status's
 `batch_duration_ms` (Spark's triggerExecution of the last batch, sampled) is kept as a check.
 The run is stopped with SIGTERM by its pid.
+
+AppRun is one such run, from its start to every trade accounted for, for each bench that runs
+the app this way (the long run's measure(), bench.metrics_scrape, bench.live_page).
 """
 
 from __future__ import annotations
@@ -287,61 +290,122 @@ def stop(process: subprocess.Popen, broker_pid: int | None, timeout_s: float = 1
         os.kill(broker_pid, signal.SIGTERM)
 
 
+class AppRun:
+    """One `python run.py --no-producer` on data_dir with the bench's producer at `rate`: entered,
+    it is up and has caught up with what was produced while it started (caught_up, seconds since
+    t0); finish() stops the producer and accounts for every trade (the run's freshness and
+    batches); leaving stops it all, run.py by its pid. `planned_s` is how long the producer will
+    run, for its market clock: the whole run inside the day's market hours, at 60x or slower."""
+
+    def __init__(self, run: LakeRun, data_dir: Path, rate: float, topic: str, planned_s: float, say):
+        self.run, self.data_dir, self.topic, self.say = run, data_dir, topic, say
+        self.broker_port, self.web_port = free_ports(2)
+        self.bootstrap, self.log_file = f"127.0.0.1:{self.broker_port}", data_dir.parent / f"run-{run.name}.log"
+        self.page, self.watcher = Page(self.web_port), GoldWatcher(Lake(data_dir))
+        self.producer = Producer(self.bootstrap, topic, rate, speed=min(60.0, 7.5 * 3600 / (planned_s + 300)))
+        self.process: subprocess.Popen | None = None
+        self.sampler: Processes | None = None
+        self.t0 = self.caught_up = 0.0
+
+    def __enter__(self) -> AppRun:
+        arguments = ["--data-dir", str(self.data_dir), "--broker-port", str(self.broker_port), "--host", "127.0.0.1",
+                     "--port", str(self.web_port), "--topic", self.topic, "--no-producer"]
+        run, seeded = self.run, self.run.seeded
+        self.t0 = time.monotonic()
+        self.process = launch(arguments, self.log_file)
+        self.sampler = Processes(run, self.process.pid, self.t0, self.log_file, Page(self.web_port),
+                                 self.data_dir).start()  # a session per thread
+        self.say(f"  {run.name}: run.py (pid {self.process.pid}) on broker port {self.broker_port}, "
+                 f"page port {self.web_port}")
+        try:
+            self.watcher.start()
+            self.wait(lambda: topic_ready(self.bootstrap, self.topic, self.broker_port), 180, "the topic")
+            self.producer.start()
+            self.wait(lambda: self.watcher.total() > seeded, 600, "the first batch in gold")
+            run.restart_s = next(t for t, total in self.watcher.seen if total > seeded) - self.t0
+            self.say(f"  {run.name}: first batch in gold {run.restart_s:.1f} s after start")
+            self.wait(lambda: self.page.status() is not None, 180, "the page")
+            self.on_page()
+            self.wait(lambda: self.watcher.total() - seeded >= self.producer.sent_before(time.monotonic() - 3), 600,
+                      "the pipeline to catch up")
+            self.caught_up = self.now()
+            return self
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+
+    def on_page(self) -> None:
+        """Called once the page answers, before the pipeline has caught up."""
+
+    def now(self) -> float:
+        return time.monotonic() - self.t0
+
+    def wait(self, predicate, timeout_s: float, what: str) -> None:
+        assert self.process is not None
+        wait_for(predicate, timeout_s, what, self.process, self.log_file)
+
+    def wait_until(self, t: float, what: str) -> None:
+        """Until `t` seconds since t0."""
+        self.wait(lambda: self.now() >= t, max(0.0, t - self.now()) + 60, what)
+
+    def finish(self) -> None:
+        """Stop producing; wait for every trade in gold (a shortfall is said, and counted in
+        run.missing); the run's freshness and the checkpoint's batches."""
+        run, seeded = self.run, self.run.seeded
+        self.producer.stopping.set()
+        self.producer.join(60)
+        try:
+            self.wait(lambda: self.watcher.total() - seeded >= len(self.producer.sent), 90, "every trade in gold")
+        except RuntimeError as exc:
+            self.say(f"  {run.name}: {exc}")
+        values, run.missing = latencies(self.producer.sent, self.watcher.seen, seeded)
+        run.freshness = [(sent - self.t0, latency) for sent, latency in zip(self.producer.sent, values)]
+        assert self.sampler is not None
+        self.sampler.stop()
+        self.sampler.collect_batches()
+
+    def __exit__(self, *exc_info) -> None:
+        self.producer.stopping.set()
+        self.watcher.stop()
+        if self.sampler is not None:
+            self.sampler.stop()
+        if self.process is not None:
+            stop(self.process, self.sampler.broker_pid if self.sampler is not None else None)
+            self.say(f"  {self.run.name}: run.py stopped (exit code {self.process.returncode})")
+
+
+class RefreshedRun(AppRun):
+    """An AppRun whose page is refreshed every 2 s as a browser would (Refresher) from when it answers."""
+
+    def on_page(self) -> None:
+        self.refresher = Refresher(self.page, self.run, self.t0)
+        self.refresher.start()
+
+    def finish(self) -> None:
+        self.refresher.stopping.set()
+        super().finish()
+        if self.refresher.error is not None:
+            self.say(f"  {self.run.name}: a page refresh failed: {self.refresher.error}")
+
+    def __exit__(self, *exc_info) -> None:
+        if hasattr(self, "refresher"):
+            self.refresher.stopping.set()
+        super().__exit__(*exc_info)
+
+
 def measure(name: str, data_dir: Path, seconds: float, warm_seconds: float, rate: float, topic: str,
             say) -> LakeRun:
     """Start run.py on data_dir, produce, wait until it has caught up and `warm_seconds` more,
     measure `seconds`, stop it."""
     seeded = Lake(data_dir).read(tables.GOLD, columns=["trade_count"])["trade_count"]
     run = LakeRun(name, seeded=pc.sum(seeded).as_py() or 0)
-    broker_port, web_port = free_ports(2)
-    bootstrap, log_file = f"127.0.0.1:{broker_port}", data_dir.parent / f"run-{name}.log"
-    arguments = ["--data-dir", str(data_dir), "--broker-port", str(broker_port), "--host", "127.0.0.1",
-                 "--port", str(web_port), "--topic", topic, "--no-producer"]
-    page, watcher = Page(web_port), GoldWatcher(Lake(data_dir))
-    # The market clock: the whole run inside the day's market hours, at 60x or slower.
-    producer = Producer(bootstrap, topic, rate, speed=min(60.0, 7.5 * 3600 / (seconds + warm_seconds + 300)))
-    t0 = time.monotonic()
-    process = launch(arguments, log_file)
-    sampler = Processes(run, process.pid, t0, log_file, Page(web_port), data_dir).start()  # a session per thread
-    refresher = Refresher(page, run, t0)
-    say(f"  {name}: run.py (pid {process.pid}) on broker port {broker_port}, page port {web_port}")
-    try:
-        watcher.start()
-        wait_for(lambda: topic_ready(bootstrap, topic, broker_port), 180, "the topic", process, log_file)
-        producer.start()
-        wait_for(lambda: watcher.total() > run.seeded, 600, "the first batch in gold", process, log_file)
-        run.restart_s = next(t for t, total in watcher.seen if total > run.seeded) - t0
-        say(f"  {name}: first batch in gold {run.restart_s:.1f} s after start")
-        wait_for(lambda: page.status() is not None, 180, "the page", process, log_file)
-        refresher.start()
-        wait_for(lambda: watcher.total() - run.seeded >= producer.sent_before(time.monotonic() - 3), 600,
-                 "the pipeline to catch up", process, log_file)
-        caught_up = time.monotonic() - t0
-        say(f"  {name}: caught up at {caught_up:.1f} s; {warm_seconds:g} s more, then {seconds:g} s measured ...")
-        run.window = (caught_up + warm_seconds, caught_up + warm_seconds + seconds)
-        wait_for(lambda: time.monotonic() - t0 >= run.window[0], warm_seconds + 60, "the window", process, log_file)
-        window_ticks = dict(sampler.ticks)
-        wait_for(lambda: time.monotonic() - t0 >= run.window[1], seconds + 60, "the window's end", process, log_file)
-        run.cpu_s = sampler.cpu_since(window_ticks)
-        refresher.stopping.set()
-        producer.stopping.set()
-        producer.join(60)
-        try:
-            wait_for(lambda: watcher.total() - run.seeded >= len(producer.sent), 90, "every trade in gold",
-                     process, log_file)
-        except RuntimeError as exc:
-            say(f"  {name}: {exc}")
-        values, run.missing = latencies(producer.sent, watcher.seen, run.seeded)
-        run.freshness = [(sent - t0, latency) for sent, latency in zip(producer.sent, values)]
-        sampler.stop()
-        sampler.collect_batches()
-        if refresher.error is not None:
-            say(f"  {name}: a page refresh failed: {refresher.error}")
+    with RefreshedRun(run, data_dir, rate, topic, seconds + warm_seconds, say) as app:
+        say(f"  {name}: caught up at {app.caught_up:.1f} s; {warm_seconds:g} s more, then {seconds:g} s measured ...")
+        run.window = (app.caught_up + warm_seconds, app.caught_up + warm_seconds + seconds)
+        app.wait_until(run.window[0], "the window")
+        assert app.sampler is not None
+        window_ticks = dict(app.sampler.ticks)
+        app.wait_until(run.window[1], "the window's end")
+        run.cpu_s = app.sampler.cpu_since(window_ticks)
+        app.finish()
         return run
-    finally:
-        refresher.stopping.set()
-        producer.stopping.set()
-        watcher.stop()
-        sampler.stop()
-        stop(process, sampler.broker_pid)
-        say(f"  {name}: run.py stopped (exit code {process.returncode})")

@@ -32,8 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import app_run
-from bench.app_run import LakeRun, Page, Processes, Producer
+from bench.app_run import AppRun, LakeRun
 from bench.browser_page import watch_page
 from bench.command_line import log_to_terminal, require_positive, stop_on_sigterm, tool_parser
 from bench.live_page_figures import (
@@ -48,11 +47,8 @@ from bench.live_page_figures import (
     section,
     watched,
 )
-from bench.phases import latencies
 from bench.report import write_section
-from bench.sampling import GoldWatcher
 from bench.viewers import MODES, run_viewers
-from streaming.lake.store import Lake
 
 log = logging.getLogger("bench")
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -154,64 +150,26 @@ def measure(args: argparse.Namespace, data_dir: Path, say) -> PageRun:
     viewer blocks; stop it."""
     run = LakeRun("live-page")
     result = PageRun(run)
-    broker_port, web_port = app_run.free_ports(2)
-    bootstrap, log_file = f"127.0.0.1:{broker_port}", data_dir.parent / "run-live-page.log"
-    arguments = ["--data-dir", str(data_dir), "--broker-port", str(broker_port), "--host", "127.0.0.1",
-                 "--port", str(web_port), "--topic", args.topic, "--no-producer"]
-    page, watcher = Page(web_port), GoldWatcher(Lake(data_dir))
     blocks_s = len(args.modes) * 2 * len(args.viewers) * (args.settle_seconds + args.block_seconds)
-    total_s = args.warm_seconds + args.browser_minutes * 60 + blocks_s
-    producer = Producer(bootstrap, args.topic, args.rate, speed=min(60.0, 7.5 * 3600 / (total_s + 300)))
-    t0 = time.monotonic()
-    process = app_run.launch(arguments, log_file)
-    sampler = Processes(run, process.pid, t0, log_file, Page(web_port), data_dir).start()
-    say(f"  run.py (pid {process.pid}) on broker port {broker_port}, page port {web_port}")
-
-    def wait(predicate, timeout_s: float, what: str) -> None:
-        app_run.wait_for(predicate, timeout_s, what, process, log_file)
-
-    try:
-        watcher.start()
-        wait(lambda: app_run.topic_ready(bootstrap, args.topic, broker_port), 180, "the topic")
-        producer.start()
-        wait(lambda: watcher.total() > 0, 600, "the first batch in gold")
-        wait(lambda: page.status() is not None, 180, "the page")
-        wait(lambda: watcher.total() >= producer.sent_before(time.monotonic() - 3), 600, "the pipeline to catch up")
-        caught_up = time.monotonic() - t0
-        say(f"  caught up at {caught_up:.1f} s; {args.warm_seconds:g} s more, then the measurements ...")
-        wait(lambda: time.monotonic() - t0 >= caught_up + args.warm_seconds, args.warm_seconds + 60, "the warm-up")
+    planned_s = args.warm_seconds + args.browser_minutes * 60 + blocks_s
+    with AppRun(run, data_dir, args.rate, args.topic, planned_s, say) as app:
+        say(f"  caught up at {app.caught_up:.1f} s; {args.warm_seconds:g} s more, then the measurements ...")
+        app.wait_until(app.caught_up + args.warm_seconds, "the warm-up")
         if args.browser_minutes:
-            result.browser = watch_page(f"http://127.0.0.1:{web_port}/", args.browser_minutes * 60,
+            result.browser = watch_page(f"http://127.0.0.1:{app.web_port}/", args.browser_minutes * 60,
                                         args.heap_sample_seconds, say)
         if args.viewers:
-            start = time.monotonic() - t0
-            result.blocks = schedule(start, args.modes, args.viewers, args.settle_seconds, args.block_seconds)
+            result.blocks = schedule(app.now(), args.modes, args.viewers, args.settle_seconds, args.block_seconds)
             run.window = (result.blocks[0].begin, result.blocks[-1].end)
             say(f"  viewer blocks: {', '.join(f'{b.mode} x{b.viewers}' for b in result.blocks)} ...")
-            run_blocks(web_port, result.blocks, t0, args.settle_seconds, result, say)
-        producer.stopping.set()
-        producer.join(60)
-        try:
-            wait(lambda: watcher.total() >= len(producer.sent), 90, "every trade in gold")
-        except RuntimeError as exc:
-            say(f"  {exc}")
-        values, run.missing = latencies(producer.sent, watcher.seen, 0)
-        run.freshness = [(sent - t0, latency) for sent, latency in zip(producer.sent, values)]
-        if result.browser is not None:
-            if (window := watched(result.browser.seen)) is not None:
-                for stage, shown in (("gold", watcher.seen), ("push", result.browser.pushed)):
-                    result.stages[stage] = latencies_within(producer.sent, shown, window)[0]
-                result.stages["pixel"], result.pixel_unshown = latencies_within(producer.sent, result.browser.seen,
-                                                                                window)
-        sampler.stop()
-        sampler.collect_batches()
+            run_blocks(app.web_port, result.blocks, app.t0, args.settle_seconds, result, say)
+        app.finish()
+        if result.browser is not None and (window := watched(result.browser.seen)) is not None:
+            for stage, shown in (("gold", app.watcher.seen), ("push", result.browser.pushed)):
+                result.stages[stage] = latencies_within(app.producer.sent, shown, window)[0]
+            result.stages["pixel"], result.pixel_unshown = latencies_within(app.producer.sent, result.browser.seen,
+                                                                            window)
         return result
-    finally:
-        producer.stopping.set()
-        watcher.stop()
-        sampler.stop()
-        app_run.stop(process, sampler.broker_pid)
-        say(f"  run.py stopped (exit code {process.returncode})")
 
 
 def run(args: argparse.Namespace) -> PageRun:
