@@ -22,6 +22,18 @@
         setProps(config.filterTick, {disabled: live});  // while live, the push says when they changed
     }
 
+    // Dash keeps every change of a callback's input for its undo button (hidden on this page),
+    // so each push would stay in memory for as long as the page is open (plotly/dash#727); the
+    // revert after a failed callback needs only the last. Nothing else reads this history.
+    function forgetUndoHistory() {
+        (window.dash_stores || []).forEach(function (store) {
+            const past = store.getState().history.past;
+            if (past.length > 1) {
+                past.splice(0, past.length - 1);
+            }
+        });
+    }
+
     function connect() {
         source = new EventSource(config.url);
         source.onopen = function () { show(true); };
@@ -31,6 +43,7 @@
             resync = resync || (epoch !== null && from !== epoch);
             epoch = from;
             setProps(config.pushed, {data: JSON.parse(event.data)});
+            forgetUndoHistory();
         });
         source.onerror = function () {
             if (leaving && source.readyState === EventSource.CONNECTING) {

@@ -144,3 +144,16 @@ def test_a_bad_record_reaches_the_quarantine_panel_with_the_push_and_no_tick(das
     time.sleep(1.0)
     # Only the panel drawn from its store: neither the snapshot's callback nor its own ran on a tick.
     assert len(page.callbacks) == 1
+
+
+def test_a_page_left_open_does_not_keep_every_push(dashboard, page):
+    # Dash records each change of a callback's input for its (hidden) undo button: left alone,
+    # every push would stay in the page's memory. push.js keeps only the last.
+    page.goto(dashboard.url)
+    wait_for_text(page, "#push-state", "Live")
+    lake = Lake(dashboard.data_dir)
+    for batch in range(1, 6):
+        write_window(lake, batch, f"{9 + batch // 4:02d}:{batch % 4 * 15:02d}", 10.0)
+        wait_for_text(page, "#kpi-cards", f"${100 + 10 * batch}", timeout=15_000)
+    past = page.evaluate("window.dash_stores.map(store => store.getState().history.past.length)")
+    assert past and max(past) <= 1
