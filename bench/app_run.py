@@ -305,7 +305,7 @@ class AppRun:
         self.producer = Producer(self.bootstrap, topic, rate, speed=min(60.0, 7.5 * 3600 / (planned_s + 300)))
         self.process: subprocess.Popen | None = None
         self.sampler: Processes | None = None
-        self.t0 = self.caught_up = 0.0
+        self.t0 = self.caught_up = self.producer_began = 0.0
 
     def __enter__(self) -> AppRun:
         arguments = ["--data-dir", str(self.data_dir), "--broker-port", str(self.broker_port), "--host", "127.0.0.1",
@@ -320,6 +320,7 @@ class AppRun:
         try:
             self.watcher.start()
             self.wait(lambda: topic_ready(self.bootstrap, self.topic, self.broker_port), 180, "the topic")
+            self.producer_began = time.monotonic()  # its market clock's start
             self.producer.start()
             self.wait(lambda: self.watcher.total() > seeded, 600, "the first batch in gold")
             run.restart_s = next(t for t, total in self.watcher.seen if total > seeded) - self.t0
@@ -349,8 +350,18 @@ class AppRun:
         self.wait(lambda: self.now() >= t, max(0.0, t - self.now()) + 60, what)
 
     def finish(self) -> None:
+        """Stop producing and account for every trade (stop_producing); the checkpoint's batches."""
+        self.stop_producing()
+        self.collect_batches()
+
+    def collect_batches(self) -> None:
+        assert self.sampler is not None
+        self.sampler.stop()
+        self.sampler.collect_batches()
+
+    def stop_producing(self) -> None:
         """Stop producing; wait for every trade in gold (a shortfall is said, and counted in
-        run.missing); the run's freshness and the checkpoint's batches."""
+        run.missing); the run's freshness."""
         run, seeded = self.run, self.run.seeded
         self.producer.stopping.set()
         self.producer.join(60)
@@ -360,9 +371,6 @@ class AppRun:
             self.say(f"  {run.name}: {exc}")
         values, run.missing = latencies(self.producer.sent, self.watcher.seen, seeded)
         run.freshness = [(sent - self.t0, latency) for sent, latency in zip(self.producer.sent, values)]
-        assert self.sampler is not None
-        self.sampler.stop()
-        self.sampler.collect_batches()
 
     def __exit__(self, *exc_info) -> None:
         self.producer.stopping.set()
@@ -381,9 +389,9 @@ class RefreshedRun(AppRun):
         self.refresher = Refresher(self.page, self.run, self.t0)
         self.refresher.start()
 
-    def finish(self) -> None:
+    def stop_producing(self) -> None:
         self.refresher.stopping.set()
-        super().finish()
+        super().stop_producing()
         if self.refresher.error is not None:
             self.say(f"  {self.run.name}: a page refresh failed: {self.refresher.error}")
 

@@ -43,13 +43,11 @@ from typing import Callable
 
 import requests
 
-from bench import app_run, scrape_bursts
-from bench.app_run import GROUPS, LakeRun, Page, Processes, Producer
+from bench import scrape_bursts
+from bench.app_run import GROUPS, AppRun, LakeRun
 from bench.command_line import log_to_terminal, require_positive, stop_on_sigterm, tool_parser
-from bench.phases import latencies
 from bench.report import machine, write_section
 from bench.results import Results
-from bench.sampling import GoldWatcher
 from bench.scrape_bursts import BurstRun, get
 from streaming.lake.store import Lake
 
@@ -250,88 +248,54 @@ def cpu_between(before: dict[int, tuple[str, int]], after: dict[int, tuple[str, 
 
 
 def measure(args: argparse.Namespace, data_dir: Path, say) -> ScrapeRun:
-    """run.py on data_dir with the producer; once caught up and warm, the A and B blocks; stop it."""
+    """run.py on data_dir with the producer; once caught up and warm, the A and B blocks, then the
+    bursts; stop it."""
     run = LakeRun("metrics")
     result = ScrapeRun(run)
-    broker_port, web_port = app_run.free_ports(2)
-    bootstrap, log_file = f"127.0.0.1:{broker_port}", data_dir.parent / "run-metrics.log"
-    arguments = ["--data-dir", str(data_dir), "--broker-port", str(broker_port), "--host", "127.0.0.1",
-                 "--port", str(web_port), "--topic", args.topic, "--no-producer"]
-    page, watcher = Page(web_port), GoldWatcher(Lake(data_dir))
-    total_s = 2 * args.seconds + args.warm_seconds
-    producer = Producer(bootstrap, args.topic, args.rate, speed=min(60.0, 7.5 * 3600 / (total_s + 300)))
-    t0 = time.monotonic()
-    process = app_run.launch(arguments, log_file)
-    sampler = Processes(run, process.pid, t0, log_file, Page(web_port), data_dir).start()
     context = multiprocessing.get_context("spawn")  # not a fork of this process's threads
     scraper: multiprocessing.process.BaseProcess | None = None
-    say(f"  run.py (pid {process.pid}) on broker port {broker_port}, page port {web_port}")
-
-    def wait(predicate, timeout_s: float, what: str) -> None:
-        app_run.wait_for(predicate, timeout_s, what, process, log_file)
-
-    try:
-        watcher.start()
-        wait(lambda: app_run.topic_ready(bootstrap, args.topic, broker_port), 180, "the topic")
-        producer_began = time.monotonic()  # its market clock's start, to the ms (the bursts' event times)
-        producer.start()
-        wait(lambda: watcher.total() > 0, 600, "the first batch in gold")
-        run.restart_s = next(t for t, total in watcher.seen if total > 0) - t0
-        wait(lambda: page.status() is not None, 180, "the page")
-        wait(lambda: watcher.total() >= producer.sent_before(time.monotonic() - 3), 600, "the pipeline to catch up")
-        caught_up = time.monotonic() - t0
-        say(f"  first batch in gold {run.restart_s:.1f} s after start, caught up at {caught_up:.1f} s; "
-            f"{args.warm_seconds:g} s more, then {2 * args.seconds:g} s of A and B blocks ...")
-        result.schedule = blocks(caught_up + args.warm_seconds, args.seconds, args.block_seconds)
-        run.window = (result.schedule[0][0], result.schedule[-1][1])
-        # Started now: its first scrape and the side-by-side requests fall in the warm-up, unmeasured.
-        receive, send = context.Pipe(duplex=False)
-        scraper = context.Process(target=scrape_loop, name="scraper", daemon=True, args=(
-            f"http://127.0.0.1:{web_port}", [(t0 + b, t0 + e) for b, e, name in result.schedule if name == "B"],
-            args.interval, send))
-        scraper.start()
-        send.close()
-        wait(lambda: time.monotonic() - t0 >= run.window[0], args.warm_seconds + 60, "the window")
-        ticks = dict(sampler.ticks)
-        for begin, end, name in result.schedule:
-            wait(lambda end=end: time.monotonic() - t0 >= end, end - begin + 60, "the block's end")
-            now_ticks = dict(sampler.ticks)
-            for group, seconds in cpu_between(ticks, now_ticks).items():
-                result.cpu_s[name][group] += seconds
-            ticks = now_ticks
-        if not receive.poll(60):
-            raise RuntimeError("the scraper sent no figures")
-        found = receive.recv()
-        scraper.join(10)
-        result.first_scrape, result.side_by_side, result.scrape_errors = (
-            found["first"], found["side_by_side"], found["errors"])
-        result.scrapes = [(t - t0, ms, size) for t, ms, size in found["scrapes"]]
-        producer.stopping.set()
-        producer.join(60)
+    with AppRun(run, data_dir, args.rate, args.topic, 2 * args.seconds + args.warm_seconds, say) as app:
         try:
-            wait(lambda: watcher.total() >= len(producer.sent), 90, "every trade in gold")
-        except RuntimeError as exc:
-            say(f"  {exc}")
-        values, run.missing = latencies(producer.sent, watcher.seen, 0)
-        run.freshness = [(sent - t0, latency) for sent, latency in zip(producer.sent, values)]
-        result.status = sampler.status or {}
-        if args.bursts:
-            say(f"  {scrape_bursts.WARM_BURSTS} + {args.bursts} bursts of {args.burst_trades:,} trades, "
-                "the steady producer stopped ...")
-            result.bursts = scrape_bursts.measure(
-                args, bootstrap, f"http://127.0.0.1:{web_port}", watcher, sampler, t0, context,
-                lambda now: scrape_bursts.market_time(producer_began, producer.speed, now), wait, say)
-        sampler.stop()
-        sampler.collect_batches()
-        return result
-    finally:
-        if scraper is not None and scraper.is_alive():
-            scraper.terminate()  # by its pid: the process this run started
-        producer.stopping.set()
-        watcher.stop()
-        sampler.stop()
-        app_run.stop(process, sampler.broker_pid)
-        say(f"  run.py stopped (exit code {process.returncode})")
+            assert app.sampler is not None
+            t0, base = app.t0, f"http://127.0.0.1:{app.web_port}"
+            say(f"  caught up at {app.caught_up:.1f} s; {args.warm_seconds:g} s more, then {2 * args.seconds:g} s "
+                "of A and B blocks ...")
+            result.schedule = blocks(app.caught_up + args.warm_seconds, args.seconds, args.block_seconds)
+            run.window = (result.schedule[0][0], result.schedule[-1][1])
+            # Started now: its first scrape and the side-by-side requests fall in the warm-up, unmeasured.
+            receive, send = context.Pipe(duplex=False)
+            scraper = context.Process(target=scrape_loop, name="scraper", daemon=True, args=(
+                base, [(t0 + b, t0 + e) for b, e, name in result.schedule if name == "B"], args.interval, send))
+            scraper.start()
+            send.close()
+            app.wait_until(run.window[0], "the window")
+            ticks = dict(app.sampler.ticks)
+            for _, end, name in result.schedule:
+                app.wait_until(end, "the block's end")
+                now_ticks = dict(app.sampler.ticks)
+                for group, seconds in cpu_between(ticks, now_ticks).items():
+                    result.cpu_s[name][group] += seconds
+                ticks = now_ticks
+            if not receive.poll(60):
+                raise RuntimeError("the scraper sent no figures")
+            found = receive.recv()
+            scraper.join(10)
+            result.first_scrape, result.side_by_side, result.scrape_errors = (
+                found["first"], found["side_by_side"], found["errors"])
+            result.scrapes = [(t - t0, ms, size) for t, ms, size in found["scrapes"]]
+            app.stop_producing()
+            result.status = app.sampler.status or {}
+            if args.bursts:
+                say(f"  {scrape_bursts.WARM_BURSTS} + {args.bursts} bursts of {args.burst_trades:,} trades, "
+                    "the steady producer stopped ...")
+                result.bursts = scrape_bursts.measure(
+                    args, app.bootstrap, base, app.watcher, app.sampler, t0, context,
+                    lambda now: scrape_bursts.market_time(app.producer_began, app.producer.speed, now), app.wait, say)
+            app.collect_batches()
+            return result
+        finally:
+            if scraper is not None and scraper.is_alive():
+                scraper.terminate()  # by its pid: the process this run started
 
 
 def take_apart(status: dict, lake: Lake, runs: int = 200) -> dict[str, float]:
