@@ -17,8 +17,8 @@ pipeline has caught up and `--warm-seconds` more:
    same seconds.
 
 The figures, lines and section are live_page_figures.py's. Prints `live-page` lines, one
-`live-page:` summary line, and writes the "## Live page: " section
-of docs/benchmarks.md (kept by a normal `python -m bench`, report.KEPT_SECTIONS).
+`live-page:` summary line, and writes the "## Live page: " section of docs/benchmarks.md (kept
+by a normal `python -m bench`, report.KEPT_SECTIONS).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from pathlib import Path
 
 from bench.app_run import AppRun, LakeRun
 from bench.browser_page import watch_page
-from bench.command_line import log_to_terminal, require_positive, stop_on_sigterm, tool_parser
+from bench.command_line import WARM_SECONDS, add_app_run_arguments, require_positive, run_tool, tool_parser
 from bench.live_page_figures import (
     COMMAND,
     HEADING,
@@ -51,7 +51,6 @@ from bench.report import write_section
 from bench.viewers import MODES, run_viewers
 
 log = logging.getLogger("bench")
-REPO_ROOT = Path(__file__).resolve().parent.parent
 PROCESS_VIEWERS = 10  # viewers per process: their own interpreter locks, not the bench's
 DESCRIPTION = ("Run `python run.py --no-producer` with the bench's producer at a steady rate; open the page in "
                "Chromium for --browser-minutes (trade to pixel, JS heap); then blocks of 1, 10 and 30 simulated "
@@ -67,16 +66,13 @@ def build_parser() -> argparse.ArgumentParser:
         ("--block-seconds", float, 30, "seconds measured per viewer block"),
         ("--settle-seconds", float, 10, "seconds a block's viewers start and connect before it is measured"),
         ("--rate", float, 1_000, "trades/s produced"),
-        ("--warm-seconds", float, 30, "seconds after the pipeline has caught up with its start, before measuring"),
+        WARM_SECONDS,
     )
     parser.add_argument("--viewers", default="1,10,30", type=counts_argument,
                         help="viewer counts, comma-separated (default: %(default)s); 0 or empty: no viewer blocks")
     parser.add_argument("--modes", default=",".join(MODES), type=modes_argument,
                         help="push (the live connection), poll (a refresh every 2 s), or both (default: %(default)s)")
-    parser.add_argument("--topic", default="trades", help="the live topic (default: %(default)s)")
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs",
-                        help="where benchmarks.md goes (default: docs/)")
-    parser.add_argument("--keep", action="store_true", help="keep the temporary data dir and run.py's log")
+    add_app_run_arguments(parser, "the temporary data dir and run.py's log")
     return parser
 
 
@@ -140,8 +136,8 @@ def run_blocks(port: int, blocks: list[Block], t0: float, settle_s: float, resul
             if worker.is_alive():
                 worker.terminate()  # by its pid: the process this run started
         result.updates[block], result.errors[block] = updates, errors
-        figures = percentile([ms for _, ms in updates], 95)
-        say(f"  {block.mode} x{block.viewers}: {len(updates):,} updates, p95 {figures:.0f} ms"
+        p95 = percentile([ms for _, ms in updates], 95)
+        say(f"  {block.mode} x{block.viewers}: {len(updates):,} updates, p95 {p95:.0f} ms"
             + (f", {len(errors)} errors ({errors[0]})" if errors else ""))
 
 
@@ -187,20 +183,15 @@ def run(args: argparse.Namespace) -> PageRun:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    stop_on_sigterm()
-    log_to_terminal()
-    try:
+
+    def measure_and_report() -> int:
         result = run(args)
         log.info("wrote %s", write_section(args.out, HEADING, section(args, result)))
         for line in lines(result):
             print(line, flush=True)
         return 1 if result.run.missing else 0
-    except KeyboardInterrupt:
-        log.info("interrupted")
-        return 130
-    except Exception as exc:  # noqa: BLE001 - one readable line (run() has cleaned up)
-        log.error("live page bench failed: %s", exc)
-        return 1
+
+    return run_tool("live page bench", measure_and_report)
 
 
 if __name__ == "__main__":

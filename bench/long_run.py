@@ -25,12 +25,11 @@ from pathlib import Path
 
 from bench import app_run, seed
 from bench.app_run import LakeRun
-from bench.command_line import log_to_terminal, require_positive, stop_on_sigterm, tool_parser
+from bench.command_line import WARM_SECONDS, add_app_run_arguments, require_positive, run_tool, tool_parser
 from bench.report import machine, write_section
 from bench.results import Results
 
 log = logging.getLogger("bench")
-REPO_ROOT = Path(__file__).resolve().parent.parent
 COMMAND = "python -m bench --long-run"
 HEADING = "## Long run: "
 PLOT = "bench-long-run.png"
@@ -51,13 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
         ("--seed-days", int, 30, "trading days they spread over (the days before the live one)"),
         ("--rate", float, 1_000, "trades/s produced while each lake runs"),
         ("--seconds", float, 300, "seconds measured on each lake"),
-        ("--warm-seconds", float, 30, "seconds after the pipeline has caught up with its start, before measuring"),
+        WARM_SECONDS,
         ("--chunk", int, 1_000_000, "trades generated and written at a time while seeding"),
     )
-    parser.add_argument("--topic", default="trades", help="the live topic (default: %(default)s)")
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs",
-                        help="where benchmarks.md and the plot go (default: docs/)")
-    parser.add_argument("--keep", action="store_true", help="keep the temporary lakes and the runs' logs")
+    add_app_run_arguments(parser, "the temporary lakes and the runs' logs")
     return parser
 
 
@@ -259,9 +255,8 @@ def write(out: Path, text: str) -> Path:
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
-    stop_on_sigterm()
-    log_to_terminal()
-    try:
+
+    def measure_and_report() -> int:
         seeded, empty, full = run(args)
         args.out.mkdir(parents=True, exist_ok=True)
         page = write(args.out, section(args, seeded, empty, full, plot(empty, full, args.out)))
@@ -270,12 +265,8 @@ def main(argv: list[str]) -> int:
         print(summary_line(seeded.trades, e, f), flush=True)
         print(ratio_line(e, f), flush=True)
         return 1 if empty.missing or full.missing else 0
-    except KeyboardInterrupt:
-        log.info("interrupted")
-        return 130
-    except Exception as exc:  # noqa: BLE001 - one readable line (run() has cleaned up)
-        log.error("long run failed: %s", exc)
-        return 1
+
+    return run_tool("long run", measure_and_report)
 
 
 if __name__ == "__main__":

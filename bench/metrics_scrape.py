@@ -45,14 +45,13 @@ import requests
 
 from bench import scrape_bursts
 from bench.app_run import GROUPS, AppRun, LakeRun
-from bench.command_line import log_to_terminal, require_positive, stop_on_sigterm, tool_parser
+from bench.command_line import WARM_SECONDS, add_app_run_arguments, require_positive, run_tool, tool_parser
 from bench.report import machine, write_section
 from bench.results import Results
 from bench.scrape_bursts import BurstRun, get
 from streaming.lake.store import Lake
 
 log = logging.getLogger("bench")
-REPO_ROOT = Path(__file__).resolve().parent.parent
 COMMAND = "python -m bench.metrics_scrape"
 HEADING = "## Metrics scrape: "
 SCRAPE_P95_LIMIT_MS = 5.0
@@ -77,14 +76,11 @@ def build_parser() -> argparse.ArgumentParser:
         ("--block-seconds", float, 20, "A and B alternate in blocks this long (A B B A ...)"),
         ("--interval", float, 1.0, "seconds between scrapes in B (Prometheus's default is 15)"),
         ("--rate", float, 1_000, "trades/s produced"),
-        ("--warm-seconds", float, 30, "seconds after the pipeline has caught up with its start, before measuring"),
+        WARM_SECONDS,
         ("--bursts", int, 4, "bursts after the blocks, A B B A ... (an even number; 0: none)"),
         ("--burst-trades", int, 1_000_000, "trades per burst, sent as fast as the producer can"),
     )
-    parser.add_argument("--topic", default="trades", help="the live topic (default: %(default)s)")
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs",
-                        help="where benchmarks.md goes (default: docs/)")
-    parser.add_argument("--keep", action="store_true", help="keep the temporary data dir and run.py's log")
+    add_app_run_arguments(parser, "the temporary data dir and run.py's log")
     return parser
 
 
@@ -460,9 +456,8 @@ def limit_text(result: ScrapeRun) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    stop_on_sigterm()
-    log_to_terminal()
-    try:
+
+    def measure_and_report() -> int:
         result = run(args)
         found = result.figures()
         page = write_section(args.out, HEADING, section(args, result))
@@ -479,12 +474,8 @@ def main(argv: list[str] | None = None) -> int:
             print("metrics-scrape parts (ms, median): "
                   + ", ".join(f"{name} {ms:.2f}" for name, ms in result.parts_ms.items()), flush=True)
         return 1 if result.run.missing or not scrapes or (bursts is not None and bursts.error) else 0
-    except KeyboardInterrupt:
-        log.info("interrupted")
-        return 130
-    except Exception as exc:  # noqa: BLE001 - one readable line (run() has cleaned up)
-        log.error("metrics scrape failed: %s", exc)
-        return 1
+
+    return run_tool("metrics scrape", measure_and_report)
 
 
 if __name__ == "__main__":

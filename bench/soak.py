@@ -28,7 +28,7 @@ from pathlib import Path
 from bench import app_run, soak_report
 from bench.app_run import LakeRun, Page, Processes, launch, wait_for
 from bench.broker_soak import disk_mib
-from bench.command_line import log_to_terminal, require_positive, stop_on_sigterm, tool_parser
+from bench.command_line import require_positive, run_tool, tool_parser
 from bench.report import machine
 from bench.sampling import GoldWatcher
 from bench.soak_report import Sample, SoakRun
@@ -323,18 +323,13 @@ def report(soak: SoakRun, args: argparse.Namespace) -> Path:
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
-    stop_on_sigterm()
-    log_to_terminal()
-    try:
+
+    def measure_and_report() -> int:
         soak = run(args)
         log.info("wrote %s", report(soak, args))
         return 0
-    except KeyboardInterrupt:
-        log.info("interrupted")
-        return 130
-    except Exception as exc:  # noqa: BLE001 - one readable line (run() has cleaned up)
-        log.error("soak failed: %s", exc)
-        return 1
+
+    return run_tool("soak", measure_and_report)
 
 
 if __name__ == "__main__":

@@ -45,3 +45,27 @@ def test_the_long_run_measures_both_lakes_and_writes_its_section(tmp_path):
     assert "## Long run: 20,000 trades over 2 days" in report and line in report
     assert (out / "bench-long-run.png").exists()
     assert "run.py exited" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_live_page_bench_measures_a_browser_and_viewers_and_writes_its_section(tmp_path):
+    out = tmp_path / "report"
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.live_page", "--browser-minutes", "0.3", "--heap-sample-seconds", "6",
+         "--viewers", "1,2", "--modes", "push,poll", "--block-seconds", "3", "--settle-seconds", "4",
+         "--warm-seconds", "0", "--rate", "300", "--out", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    lines = result.stdout.strip().splitlines()
+    conditions = [line for line in lines if line.startswith("live-page viewers: ")]
+    assert [re.search(r"mode=(\w+) viewers=(\d+)", line).groups() for line in conditions] == [
+        ("push", "1"), ("push", "2"), ("poll", "1"), ("poll", "2")]
+    assert all(" errors=0" in line for line in conditions), conditions
+    browser = next(line for line in lines if line.startswith("live-page browser: "))
+    assert re.search(r"trades=[1-9]\d* unshown=0 trade_to_pixel_p50_s=[\d.]+ trade_to_pixel_p95_s=[\d.]+ ", browser)
+    assert "page_errors=0" in browser, browser
+    assert re.fullmatch(r"live-page: trade_to_pixel_p95_s=[\d.]+ heap_growth_mib=-?[\d.]+ push_update_p95_ms=[\d.]+ "
+                        r"push_batch_ratio=[\d.]+ poll_update_p95_ms=[\d.]+ poll_batch_ratio=[\d.]+ "
+                        r"missed=\S+ verdict=(pass|fail)", lines[-1]), lines[-1]
+    report = (out / "benchmarks.md").read_text()
+    assert "## Live page: 0.3 min in Chromium, 1, 2 viewers at 300 trades/s" in report and lines[-1] in report
+    assert "Traceback" not in result.stderr
