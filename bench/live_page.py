@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.app_run import AppRun, LakeRun
+from bench.app_run import AppRun, LakeRun, Processes
 from bench.browser_page import watch_page
 from bench.command_line import WARM_SECONDS, add_app_run_arguments, require_positive, run_tool, tool_parser
 from bench.live_page_figures import (
@@ -107,9 +107,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 # -- the run ----------------------------------------------------------------------------------
-def run_blocks(port: int, blocks: list[Block], t0: float, settle_s: float, result: PageRun, say) -> None:
+def run_blocks(port: int, blocks: list[Block], t0: float, settle_s: float, sampler: Processes, result: PageRun,
+               say) -> None:
     """Each block's viewers in processes of their own (PROCESS_VIEWERS each), started `settle_s`
-    before its measured seconds and ended with them; their updates kept by block."""
+    before its measured seconds and ended with them; their updates kept by block, and the CPU
+    seconds of run.py's driver and of the viewers' processes in its measured seconds."""
     context = multiprocessing.get_context("spawn")  # not a fork of this process's threads
     for block in blocks:
         ends = t0 + block.end
@@ -119,23 +121,29 @@ def run_blocks(port: int, blocks: list[Block], t0: float, settle_s: float, resul
         for first in range(0, block.viewers, PROCESS_VIEWERS):
             receive, send = context.Pipe(duplex=False)
             worker = context.Process(target=run_viewers, name="viewers", daemon=True,
-                                     args=(port, block.mode, min(PROCESS_VIEWERS, block.viewers - first), ends, send))
+                                     args=(port, block.mode, min(PROCESS_VIEWERS, block.viewers - first),
+                                           t0 + block.begin, ends, send))
             worker.start()
             send.close()
             workers.append(worker)
             pipes.append(receive)
-        updates, errors = [], []
+        while time.monotonic() < t0 + block.begin:
+            time.sleep(0.05)
+        ticks = dict(sampler.ticks)
+        updates, errors, viewers_cpu = [], [], 0.0
         for worker, receive in zip(workers, pipes):
             if receive.poll(max(0.0, ends - time.monotonic()) + 90):
                 found = receive.recv()
                 updates += [(t - t0, ms) for t, ms in found["updates"] if t - t0 >= block.begin]
                 errors += found["errors"]
+                viewers_cpu += found["cpu_s"]
             else:
                 errors.append("a viewer process sent nothing")
             worker.join(10)
             if worker.is_alive():
                 worker.terminate()  # by its pid: the process this run started
         result.updates[block], result.errors[block] = updates, errors
+        result.cpu_s[block] = {"driver": sampler.cpu_since(ticks)["driver"], "viewers": viewers_cpu}
         p95 = percentile([ms for _, ms in updates], 95)
         say(f"  {block.mode} x{block.viewers}: {len(updates):,} updates, p95 {p95:.0f} ms"
             + (f", {len(errors)} errors ({errors[0]})" if errors else ""))
@@ -158,7 +166,8 @@ def measure(args: argparse.Namespace, data_dir: Path, say) -> PageRun:
             result.blocks = schedule(app.now(), args.modes, args.viewers, args.settle_seconds, args.block_seconds)
             run.window = (result.blocks[0].begin, result.blocks[-1].end)
             say(f"  viewer blocks: {', '.join(f'{b.mode} x{b.viewers}' for b in result.blocks)} ...")
-            run_blocks(app.web_port, result.blocks, app.t0, args.settle_seconds, result, say)
+            assert app.sampler is not None
+            run_blocks(app.web_port, result.blocks, app.t0, args.settle_seconds, app.sampler, result, say)
         app.finish()
         if result.browser is not None and (window := watched(result.browser.seen)) is not None:
             for stage, shown in (("gold", app.watcher.seen), ("push", result.browser.pushed)):

@@ -29,7 +29,7 @@ HEAP_GROWTH_LIMIT_MIB = 20.0
 BEFORE = {1: (181, 156), 10: (657, 173), 30: (1852, 532)}
 CONDITION_FIGURES = (("update_p50_ms", "{:.0f}"), ("update_p95_ms", "{:.0f}"), ("updates_per_viewer_s", "{:.2f}"),
                      ("batch_median_ms", "{:.0f}"), ("batch_p95_ms", "{:.0f}"), ("freshness_p95_s", "{:.2f}"),
-                     ("errors", "{:d}"))
+                     ("driver_cpu_per_s", "{:.2f}"), ("viewers_cpu_per_s", "{:.2f}"), ("errors", "{:d}"))
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -74,6 +74,7 @@ class PageRun:
     blocks: list = field(default_factory=list)  # Block
     updates: dict = field(default_factory=dict)  # Block -> [(t, ms)]
     errors: dict = field(default_factory=dict)  # Block -> [text]
+    cpu_s: dict = field(default_factory=dict)  # Block -> {"driver": s, "viewers": s}, in its measured seconds
 
     def conditions(self) -> list[tuple[str, int]]:
         return list(dict.fromkeys((b.mode, b.viewers) for b in self.blocks))
@@ -88,6 +89,8 @@ class PageRun:
                 "batch_median_ms": percentile(within(self.run.batches, blocks), 50),
                 "batch_p95_ms": percentile(within(self.run.batches, blocks), 95),
                 "freshness_p95_s": percentile(within(self.run.freshness, blocks), 95),
+                **{f"{group}_cpu_per_s": sum(self.cpu_s.get(b, {}).get(group, math.nan) for b in blocks) / seconds
+                   if seconds else math.nan for group in ("driver", "viewers")},
                 "errors": sum(len(self.errors.get(b, [])) for b in blocks)}
 
     def batch_ratio(self, mode: str) -> float:
@@ -212,15 +215,16 @@ def section(args: argparse.Namespace, result: PageRun) -> str:
     if result.blocks:
         text += [
             "| mode | viewers | update p50 / p95 ms | updates per viewer per s | batch median / p95 ms | "
-            "freshness p95 s | before the push: refresh p95 / batch median ms |",
-            "|---|---|---|---|---|---|---|",
+            "freshness p95 s | CPU s per s: run.py's driver / the viewers | before the push: refresh p95 / batch "
+            "median ms |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for mode, viewers in result.conditions():
             f = result.figures(mode, viewers)
             before = BEFORE.get(viewers)
             text.append(f"| {mode} | {viewers} | {f['update_p50_ms']:.0f} / {f['update_p95_ms']:.0f} | "
                         f"{f['updates_per_viewer_s']:.2f} | {f['batch_median_ms']:.0f} / {f['batch_p95_ms']:.0f} | "
-                        f"{f['freshness_p95_s']:.2f} | "
+                        f"{f['freshness_p95_s']:.2f} | {f['driver_cpu_per_s']:.2f} / {f['viewers_cpu_per_s']:.2f} | "
                         + (f"{before[0]:,} / {before[1]:,} |" if before and mode == "poll" else "|"))
         text += [
             "",
@@ -230,8 +234,10 @@ def section(args: argparse.Namespace, result: PageRun) -> str:
             "(chart, KPI cards, feeds and status, health, the time machine's slider), uploading the store as the "
             "browser does; its update is from the push's arrival to the last answer. A poll viewer refreshes every "
             "2 s as the page does while its connection is down; its update is the refresh. Batches: the medallion "
-            "query's, from the write of their offsets to their commit, started in the blocks. The last column is "
-            "the issue's measurement on main before the push (another day, the same kind of machine).",
+            "query's, from the write of their offsets to their commit, started in the blocks. CPU: run.py's Python "
+            "and Spark's JVM, and the viewers' own processes, which share the machine's 2 cores with it (real "
+            "viewers would be on other machines). The last column is the issue's measurement on main before the "
+            "push (another day, the same kind of machine).",
         ]
     if result.browser is not None:
         b = browser_figures(result)

@@ -17,6 +17,7 @@ of their own (run_viewers), so the bench's producer and samplers do not share th
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from typing import Iterator
@@ -114,15 +115,24 @@ class Viewer:
             session.close()
 
 
-def run_viewers(port: int, mode: str, count: int, ends: float, out) -> None:
+def cpu_s() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
+def run_viewers(port: int, mode: str, count: int, begins: float, ends: float, out) -> None:
     """`count` viewers of `mode` until `ends` (time.monotonic(), the machine's clock), in this
-    process; their updates and errors sent back through `out` as {"updates": [...], "errors": [...]}."""
+    process; their updates, errors and this process's CPU seconds from `begins` to `ends` (what
+    the viewers themselves cost the machine) sent back through `out` as {"updates": [...],
+    "errors": [...], "cpu_s": ...}."""
     viewers = [Viewer(port, ends, delay_s=REFRESH_S * i / count) for i in range(count)]
     threads = [threading.Thread(target=getattr(viewer, f"run_{mode}"), daemon=True) for viewer in viewers]
     for thread in threads:
         thread.start()
+    time.sleep(max(0.0, begins - time.monotonic()))
+    began = cpu_s()
     for thread in threads:
         thread.join(max(0.0, ends - time.monotonic()) + 60)
     out.send({"updates": [u for viewer in viewers for u in viewer.updates],
-              "errors": [e for viewer in viewers for e in viewer.errors]})
+              "errors": [e for viewer in viewers for e in viewer.errors], "cpu_s": cpu_s() - began})
     out.close()

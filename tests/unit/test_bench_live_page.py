@@ -34,6 +34,7 @@ def page_run() -> report.PageRun:
     for block in result.blocks:
         result.updates[block] = [(block.begin + i, 40.0 * block.viewers ** 0.5) for i in range(10 * block.viewers)]
     result.errors[result.blocks[1]] = ["a viewer process sent nothing"]
+    result.cpu_s = {block: {"driver": 10.0, "viewers": block.viewers / 10} for block in result.blocks}
     return result
 
 
@@ -44,6 +45,7 @@ def test_a_conditions_figures_come_from_its_own_blocks_only():
     assert one["batch_median_ms"] == 100.0 and many["batch_median_ms"] == 130.0  # the settles left out
     assert one["update_p95_ms"] == 40.0 and many["update_p95_ms"] == pytest.approx(40.0 * 30 ** 0.5)
     assert one["updates_per_viewer_s"] == pytest.approx(1.0) and many["errors"] == 1
+    assert one["driver_cpu_per_s"] == pytest.approx(1.0) and many["viewers_cpu_per_s"] == pytest.approx(0.3)
     assert result.batch_ratio("push") == pytest.approx(1.3)
     assert math.isnan(result.batch_ratio("poll"))
 
