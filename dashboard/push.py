@@ -156,6 +156,7 @@ class Publisher:
         self._snapshot: dict | None = None
         self._push_id = ""
         self._pushed_at = -math.inf
+        self._pushed_gold: Any = None  # gold's frame as of the last push
         self._frames: tuple = ()
         self._data: dict | None = None
         self._quarantine: tuple = ()
@@ -231,7 +232,7 @@ class Publisher:
             if since < self.gold_gap_s:
                 return False
             frames = default_frames(self.context)
-            if since < self.min_gap_s and self._frames and frames[0] is self._frames[0]:
+            if since < self.min_gap_s and frames[0] is self._pushed_gold:
                 return False  # gold as pushed: the rest waits for the gap
             snapshot = self.snapshot(frames)
             if snapshot == self._snapshot:
@@ -248,7 +249,7 @@ class Publisher:
                     self._push_id, self._kept[push_id] = push_id, [payload, None]
                 while len(self._kept) > KEPT_PUSHES:
                     self._kept.popitem(last=False)
-                self._pushed_at = self.clock()
+                self._pushed_at, self._pushed_gold = self.clock(), frames[0]
                 self._changed.notify_all()
             return True
 

@@ -138,6 +138,15 @@ def test_a_status_change_alone_waits_for_the_gap_after_the_last_push(publisher, 
     assert len(pushed(publisher)["windows"]) == 2
 
 
+def test_a_polling_page_working_the_view_out_does_not_hold_gold_s_push_back(publisher, lake, clock):
+    assert publisher.check()
+    write_window(lake, 1, "09:15", 50.0)
+    assert len(publisher.default_snapshot()["windows"]) == 2  # a page polling while its connection is down
+    later(clock, 0.25)
+    assert publisher.check()  # gold is new to the pages on the live connection
+    assert len(pushed(publisher)["windows"]) == 2
+
+
 def test_a_slow_page_skips_to_the_newest_push(publisher, lake, clock):
     publisher.check()
     seen, _ = publisher.wait_newer(0, 0)
