@@ -146,9 +146,9 @@ def as_of_snapshot(ordered: pa.Table, instant: pd.Timestamp, corrections: pd.Dat
     if "backfilled_at" in late and not late.empty:  # a backfill after that moment had not happened yet
         late = late.assign(backfilled_at=late["backfilled_at"].where(
             pd.to_datetime(late["backfilled_at"], utc=True) <= instant))
-    snapshot = snapshot_from(history_windows(ordered, instant), as_of(corrections, "corrected_at", instant), late,
-                             day, days=days if day in days else [day],
-                             first=first_values(made_by(ordered, instant)))
+    known = made_by(ordered, instant)
+    snapshot = snapshot_from(history_windows(known), as_of(corrections, "corrected_at", instant), late,
+                             day, days=days if day in days else [day], first=first_values(known))
     snapshot["as_of"] = {"at": instant.isoformat(), "label": f"as of {instant:%Y-%m-%d %H:%M:%S} UTC"}
     return snapshot
 
