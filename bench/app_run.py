@@ -169,10 +169,15 @@ class Processes(Poller):
             self.run.batches.append((start - self.wall_minus_t0, (end - start) * 1000))
 
     def cpu_since(self, before: dict[int, tuple[str, int]]) -> dict[str, float]:
-        totals = dict.fromkeys(GROUPS, 0.0)
-        for pid, (group, ticks) in self.ticks.items():
-            totals[group] += (ticks - before.get(pid, (group, 0))[1]) / os.sysconf("SC_CLK_TCK")
-        return totals
+        return cpu_between(before, self.ticks)
+
+
+def cpu_between(before: dict[int, tuple[str, int]], after: dict[int, tuple[str, int]]) -> dict[str, float]:
+    """CPU seconds per group between two of Processes' tick maps (pid -> (group, ticks))."""
+    totals = dict.fromkeys(GROUPS, 0.0)
+    for pid, (group, ticks) in after.items():
+        totals[group] += (ticks - before.get(pid, (group, 0))[1]) / os.sysconf("SC_CLK_TCK")
+    return totals
 
 
 def _command_line(pid: int) -> str:
@@ -385,18 +390,21 @@ class AppRun:
 class RefreshedRun(AppRun):
     """An AppRun whose page is refreshed every 2 s as a browser would (Refresher) from when it answers."""
 
+    refresher: Refresher | None = None
+
     def on_page(self) -> None:
         self.refresher = Refresher(self.page, self.run, self.t0)
         self.refresher.start()
 
     def stop_producing(self) -> None:
+        assert self.refresher is not None
         self.refresher.stopping.set()
         super().stop_producing()
         if self.refresher.error is not None:
             self.say(f"  {self.run.name}: a page refresh failed: {self.refresher.error}")
 
     def __exit__(self, *exc_info) -> None:
-        if hasattr(self, "refresher"):
+        if self.refresher is not None:
             self.refresher.stopping.set()
         super().__exit__(*exc_info)
 

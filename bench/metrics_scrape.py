@@ -30,7 +30,6 @@ import argparse
 import logging
 import math
 import multiprocessing
-import os
 import shutil
 import statistics
 import sys
@@ -44,7 +43,7 @@ from typing import Callable
 import requests
 
 from bench import scrape_bursts
-from bench.app_run import GROUPS, AppRun, LakeRun
+from bench.app_run import GROUPS, AppRun, LakeRun, cpu_between
 from bench.command_line import WARM_SECONDS, add_app_run_arguments, require_positive, run_tool, tool_parser
 from bench.report import machine, write_section
 from bench.results import Results
@@ -233,14 +232,6 @@ def scrape_loop(base: str, during: list[tuple[float, float]], interval_s: float,
         found["errors"].append(str(exc))
     out.send(found)
     out.close()
-
-
-def cpu_between(before: dict[int, tuple[str, int]], after: dict[int, tuple[str, int]]) -> dict[str, float]:
-    """CPU seconds per group between two of Processes' tick maps (pid -> (group, ticks))."""
-    totals = dict.fromkeys(GROUPS, 0.0)
-    for pid, (group, ticks) in after.items():
-        totals[group] += (ticks - before.get(pid, (group, 0))[1]) / os.sysconf("SC_CLK_TCK")
-    return totals
 
 
 def measure(args: argparse.Namespace, data_dir: Path, say) -> ScrapeRun:
