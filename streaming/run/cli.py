@@ -7,7 +7,9 @@ overlay in environment.py, the settings in config.py.
 from __future__ import annotations
 
 import argparse
+import os
 from datetime import timedelta
+from pathlib import Path
 from typing import Mapping, Sequence
 
 from streaming.config import LoadSettings, Settings, Simulation, UsageError, parse_kafka_properties
@@ -16,13 +18,36 @@ from streaming.run.argument_types import bootstrap_servers
 from streaming.run.arguments import build_load_parser, build_parser
 from streaming.run.environment import KAFKA_ENV_PREFIX, env_args, kafka_settings
 
+# The namespace fields that hold a local path (or a URI, left as it is).
+PATH_FLAGS = ("data_dir", "broker_dir", "checkpoint_dir", "kafka_config", "source_dir", "archive_dir", "checkpoint")
 
-def _parse_args(parser: argparse.ArgumentParser, argv: Sequence[str],
-                environ: Mapping[str, str]) -> argparse.Namespace:
+
+def absolute(location: Path | str | None, cwd: Path) -> Path | str | None:
+    """A local path made absolute against the working directory the command was started in (and
+    `~` expanded); a URI or None as it is. Resolved here, once: the broker's JVM and Spark run with
+    other working directories, where a relative path points elsewhere."""
+    if not isinstance(location, Path):
+        return location
+    return Path(os.path.normpath(cwd / location.expanduser()))
+
+
+def _absolute_paths(ns: argparse.Namespace, cwd: Path, *names: str) -> None:
+    for name in names:
+        setattr(ns, name, absolute(getattr(ns, name), cwd))
+
+
+def _parse_args(parser: argparse.ArgumentParser, argv: Sequence[str], environ: Mapping[str, str],
+                cwd: Path | None) -> argparse.Namespace:
+    """The flags over the environment, with every local path in them absolute (`absolute`)."""
     try:
-        return parser.parse_args([*env_args(parser, environ), *argv])
+        ns = parser.parse_args([*env_args(parser, environ), *argv])
     except UsageError as exc:
         raise UsageError(str(exc)) from None
+    cwd = Path.cwd() if cwd is None else cwd
+    _absolute_paths(ns, cwd, *(name for name in PATH_FLAGS if hasattr(ns, name)))
+    if ns.broker_dir is None and is_remote(ns.data_dir):
+        ns.broker_dir = cwd / "data" / "broker"  # the embedded broker's data is local, whatever the lake
+    return ns
 
 
 def _kafka_target(ns: argparse.Namespace, environ: Mapping[str, str], parser: argparse.ArgumentParser) -> dict:
@@ -69,11 +94,13 @@ def _storage(ns: argparse.Namespace, environ: Mapping[str, str]) -> dict:
     return dict(storage_options=options, checkpoint_root=ns.checkpoint_dir)
 
 
-def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> Settings:
-    """Flags and environment -> Settings. Raises UsageError with a readable message."""
+def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None,
+                   cwd: Path | None = None) -> Settings:
+    """Flags and environment -> Settings, every local path absolute against `cwd` (default: the
+    working directory now). Raises UsageError with a readable message."""
     environ = {} if environ is None else environ
     parser = build_parser()
-    ns = _parse_args(parser, argv, environ)
+    ns = _parse_args(parser, argv, environ, cwd)
     if ns.max_lateness is not None and not timedelta(0) < ns.max_lateness < ns.watermark:
         minutes = lambda d: f"{d.total_seconds() / 60:g} minutes"  # noqa: E731
         raise UsageError(f"--max-lateness {minutes(ns.max_lateness)} must be shorter than the watermark "
@@ -112,11 +139,13 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None
     )
 
 
-def parse_load_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> LoadSettings:
-    """`python run.py load` flags and environment -> LoadSettings. Raises UsageError."""
+def parse_load_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None,
+                        cwd: Path | None = None) -> LoadSettings:
+    """`python run.py load` flags and environment -> LoadSettings, every local path absolute
+    against `cwd` (default: the working directory now). Raises UsageError."""
     environ = {} if environ is None else environ
     parser = build_load_parser()
-    ns = _parse_args(parser, argv, environ)
+    ns = _parse_args(parser, argv, environ, cwd)
     if not ns.source_dir.is_dir():
         raise UsageError(f"--from {ns.source_dir}: no such directory")
     if is_remote(ns.data_dir) and ns.checkpoint is None:

@@ -94,11 +94,11 @@ def test_a_bad_storage_option_never_echoes_a_secret_value():
 
 def test_a_remote_data_dir_takes_its_options_from_the_environment_and_flags():
     s = parse_settings(["--data-dir", "s3://bucket/x", "--checkpoint-dir", "/mnt/ck",
-                        "--storage-option", "AWS_REGION=eu-west-1"], S3_ENV)
+                        "--storage-option", "AWS_REGION=eu-west-1"], S3_ENV, cwd=Path("/home/me"))
     assert s.data_dir == "s3://bucket/x" and not s.data_is_local
     assert s.storage_options["AWS_REGION"] == "eu-west-1" and s.storage_options["AWS_SECRET_ACCESS_KEY"] == "s3cr3t"
     assert s.checkpoint_dir == Path("/mnt/ck")
-    assert s.broker_dir == Path("data/broker")  # always local
+    assert s.broker_dir == Path("/home/me/data/broker")  # always local
     assert s.lock_file == Path("/mnt/.ck.trade-summary.lock")  # beside the checkpoints: a replay moves them
     assert "s3cr3t" not in s.describe() and "s3cr3t" not in repr(s)
     assert "eu-west-1" in s.describe()
@@ -124,9 +124,9 @@ def test_the_broker_dir_is_always_local_and_defaults_beside_a_local_data_dir():
 
 
 def test_no_flags_keep_everything_under_the_local_data_dir():
-    s = parse_settings([])
-    assert s.data_dir == Path("data") and s.checkpoint_dir == Path("data/checkpoints")
-    assert s.broker_dir == Path("data/broker") and s.lock_file == Path("data/.trade-summary.lock")
+    s = parse_settings([], cwd=Path("/home/me"))
+    assert s.data_dir == Path("/home/me/data") and s.checkpoint_dir == Path("/home/me/data/checkpoints")
+    assert s.broker_dir == Path("/home/me/data/broker") and s.lock_file == Path("/home/me/data/.trade-summary.lock")
     assert s.storage_options == {} and s.driver_host is None
 
 

@@ -8,14 +8,14 @@ from streaming.run.cli import parse_load_settings, parse_settings
 
 
 def test_defaults_match_the_product_contract():
-    s = parse_settings([])
+    s = parse_settings([], cwd=Path("/home/me"))
     assert s.embedded_broker and s.broker_port == 9092 and s.kafka_bootstrap == "127.0.0.1:9092"
-    assert s.data_dir == Path("data") and s.topic == "trades"
+    assert s.data_dir == Path("/home/me/data") and s.topic == "trades"  # ./data, where run.py was started
     assert s.producer_enabled and s.dashboard_enabled
     assert (s.host, s.port) == ("127.0.0.1", 8050)
     assert s.window == timedelta(minutes=15) and s.watermark == timedelta(minutes=30)
     assert s.max_event_time_jump == timedelta(days=1) and s.fail_on_data_loss
-    assert (s.data_dir / "gold/trade_summary") == Path("data/gold/trade_summary")
+    assert (s.data_dir / "gold/trade_summary") == Path("/home/me/data/gold/trade_summary")
 
 
 def test_every_contract_flag_is_parsed():
