@@ -1,7 +1,7 @@
 """The metrics scrape bench's pure parts (python -m bench.metrics_scrape): its blocks, the split of
-a run's series into A and B, its lines and verdict, its section of the page and its usage errors;
-and its throughput bursts (bench/scrape_bursts.py): their order, trades, clock, idle test,
-throughput and line, and their loop on a fake producer."""
+a run's series into A and B, its lines and verdict, its section of the page (those four:
+metrics_scrape_figures.py) and its usage errors; and its throughput bursts (bench/scrape_bursts.py):
+their order, trades, clock, idle test, throughput and line, and their loop on a fake producer."""
 
 import argparse
 import json
@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from bench import metrics_scrape as ms
+from bench import metrics_scrape_figures as mf
 from bench import scrape_bursts as sb
 from bench.app_run import LakeRun
 from bench.report import KEPT_SECTIONS, kept_section
@@ -23,25 +24,25 @@ B = {"batch_median_ms": 204.0, "batch_p95_ms": 300.0, "freshness_p95_s": 0.71, "
 
 
 def test_blocks_alternate_in_pairs_so_a_trend_falls_on_both():
-    schedule = ms.blocks(100.0, 60, 20)
+    schedule = mf.blocks(100.0, 60, 20)
     assert schedule == [(100.0, 120.0, "A"), (120.0, 140.0, "B"), (140.0, 160.0, "B"), (160.0, 180.0, "A"),
                         (180.0, 200.0, "A"), (200.0, 220.0, "B")]
-    assert ms.blocks(0.0, 10, 20) == [(0.0, 20.0, "A"), (20.0, 40.0, "B")]  # at least one pair
-    assert [name for *_, name in ms.blocks(0.0, 120, 20)].count("B") == 6
+    assert mf.blocks(0.0, 10, 20) == [(0.0, 20.0, "A"), (20.0, 40.0, "B")]  # at least one pair
+    assert [name for *_, name in mf.blocks(0.0, 120, 20)].count("B") == 6
 
 
 def test_a_series_splits_by_the_block_each_time_falls_in():
-    schedule = ms.blocks(10.0, 40, 20)  # A [10, 30), B [30, 50), B [50, 70), A [70, 90)
+    schedule = mf.blocks(10.0, 40, 20)  # A [10, 30), B [30, 50), B [50, 70), A [70, 90)
     series = [(5.0, 1), (10.0, 2), (29.9, 3), (30.0, 4), (69.0, 5), (89.0, 6), (90.0, 7)]
-    assert ms.split(schedule, series) == {"A": [2, 3, 6], "B": [4, 5]}
-    assert ms.condition_at(schedule, 50.0) == "B" and ms.condition_at(schedule, 95.0) is None
+    assert mf.split(schedule, series) == {"A": [2, 3, 6], "B": [4, 5]}
+    assert mf.condition_at(schedule, 50.0) == "B" and mf.condition_at(schedule, 95.0) is None
 
 
 def test_a_runs_figures_per_condition():
     run = LakeRun("metrics", window=(0.0, 40.0))
     run.batches = [(t + 0.5, 100.0 + t) for t in range(40)]
     run.freshness = [(t + 0.1, 0.5 if t < 20 else 0.6) for t in range(40)]
-    result = ms.ScrapeRun(run, schedule=ms.blocks(0.0, 20, 20))
+    result = mf.ScrapeRun(run, schedule=mf.blocks(0.0, 20, 20))
     result.cpu_s["A"]["driver"], result.cpu_s["B"]["driver"] = 10.0, 11.0
     found = result.figures()
     assert found["A"] == {"batch_median_ms": 109.0, "batch_p95_ms": 118.0, "freshness_p95_s": 0.5,
@@ -50,43 +51,43 @@ def test_a_runs_figures_per_condition():
 
 
 def test_the_lines_give_a_then_b_and_the_ratios_b_over_a_with_the_verdict():
-    assert ms.ab_line(A, B) == ("metrics-scrape A/B: batch_median_ms=200/204 batch_p95_ms=250/300 "
+    assert mf.ab_line(A, B) == ("metrics-scrape A/B: batch_median_ms=200/204 batch_p95_ms=250/300 "
                                 "freshness_p95_s=0.70/0.71 driver_cpu_s=50.0/51.0")
-    assert ms.ratio_line(2.0, A, A) == ("metrics-scrape ratios: batch_median_ms=1.00 batch_p95_ms=1.00 "
+    assert mf.ratio_line(2.0, A, A) == ("metrics-scrape ratios: batch_median_ms=1.00 batch_p95_ms=1.00 "
                                         "freshness_p95_s=1.00 driver_cpu_s=1.00 scrape_p95_le_5ms=yes over_1.1=none "
                                         "verdict=pass")
-    assert ms.ratio_line(2.0, A, B).endswith(" batch_p95_ms=1.20 freshness_p95_s=1.01 driver_cpu_s=1.02 "
+    assert mf.ratio_line(2.0, A, B).endswith(" batch_p95_ms=1.20 freshness_p95_s=1.01 driver_cpu_s=1.02 "
                                              "scrape_p95_le_5ms=yes over_1.1=batch_p95_ms verdict=fail")
-    assert ms.ratio_line(5.01, A, A).endswith("scrape_p95_le_5ms=no over_1.1=none verdict=fail")
+    assert mf.ratio_line(5.01, A, A).endswith("scrape_p95_le_5ms=no over_1.1=none verdict=fail")
     # CPU is shown, not held; a figure that could not be measured is never a pass.
-    assert ms.verdict(1.0, ms.ratios(A, {**A, "driver_cpu_s": 99.0})) == (True, [])
-    assert ms.verdict(1.0, ms.ratios(A, {**A, "freshness_p95_s": math.nan})) == (False, ["freshness_p95_s"])
-    assert ms.verdict(math.nan, ms.ratios(A, A))[0] is False
-    line = ms.scrape_line([1.0, 2.0, 3.0, 9.0], 12_345, 1.0)
+    assert mf.verdict(1.0, mf.ratios(A, {**A, "driver_cpu_s": 99.0})) == (True, [])
+    assert mf.verdict(1.0, mf.ratios(A, {**A, "freshness_p95_s": math.nan})) == (False, ["freshness_p95_s"])
+    assert mf.verdict(math.nan, mf.ratios(A, A))[0] is False
+    line = mf.scrape_line([1.0, 2.0, 3.0, 9.0], 12_345, 1.0)
     assert line == ("metrics-scrape: scrapes=4 interval_s=1 scrape_p50_ms=2.00 scrape_p95_ms=9.00 "
                     "scrape_max_ms=9.00 body_bytes=12345")
 
 
 def test_the_section_says_the_target_and_its_verdict_and_is_kept_by_a_bench_run(tmp_path, monkeypatch):
-    monkeypatch.setattr(ms, "machine", lambda: {"cpu": "2 cores", "memory": "1 GiB", "python": "3", "spark": "4"})
+    monkeypatch.setattr(mf, "machine", lambda: {"cpu": "2 cores", "memory": "1 GiB", "python": "3", "spark": "4"})
     run = LakeRun("metrics", window=(0.0, 40.0))
     run.batches = [(t + 0.5, 200.0) for t in range(40)]
     run.freshness = [(t + 0.1, 0.7) for t in range(40)]
-    result = ms.ScrapeRun(run, schedule=ms.blocks(0.0, 20, 20), scrapes=[(20.0 + t, 2.0, 9_000) for t in range(20)],
+    result = mf.ScrapeRun(run, schedule=mf.blocks(0.0, 20, 20), scrapes=[(20.0 + t, 2.0, 9_000) for t in range(20)],
                           first_scrape=(30.0, 8_000), parts_ms={"whole scrape (generate_latest)": 1.5})
     result.cpu_s["A"]["driver"] = result.cpu_s["B"]["driver"] = 10.0
     args = argparse.Namespace(argv=[], interval=1.0, rate=1000.0, warm_seconds=30.0, block_seconds=20.0,
                               seconds=20.0)
-    text = ms.section(args, result)
-    assert text.startswith(ms.HEADING) and "\n## " not in text
+    text = mf.section(args, result)
+    assert text.startswith(mf.HEADING) and "\n## " not in text
     assert "a scrape's p95 <= 5 ms" in text and "**Pass**." in text and "body 9,000 bytes" in text
     assert "verdict=pass" in text and "15x harsher" in text
-    assert ms.HEADING in KEPT_SECTIONS
+    assert mf.HEADING in KEPT_SECTIONS
     page = tmp_path / "benchmarks.md"
     page.write_text("# Benchmarks\n\nfigures\n\n## Soak: x\n\nsoak\n")
-    ms.write_section(tmp_path, ms.HEADING, text)
-    ms.write_section(tmp_path, ms.HEADING, text)
-    assert page.read_text().count(ms.HEADING) == 1
+    ms.write_section(tmp_path, mf.HEADING, text)
+    ms.write_section(tmp_path, mf.HEADING, text)
+    assert page.read_text().count(mf.HEADING) == 1
     assert kept_section(page.read_text()).endswith(text.rstrip("\n") + "\n")
 
 
@@ -182,19 +183,19 @@ def test_a_conditions_throughput_is_the_median_of_its_bursts():
 
 
 def test_throughput_is_held_the_other_way_up_in_the_verdict():
-    same = ms.ratios(A, A)
-    assert ms.verdict(1.0, same, 0.95) == (True, []) and ms.verdict(1.0, same, None) == (True, [])
-    assert ms.verdict(1.0, same, 1 / 1.1) == (True, [])
-    assert ms.verdict(1.0, same, 0.90) == (False, ["throughput"])
-    assert ms.verdict(1.0, same, math.nan) == (False, ["throughput"])  # not measured: never a pass
-    assert ms.ratio_line(2.0, A, A, 0.9).endswith("over_1.1=throughput verdict=fail")
-    assert ms.ratio_line(2.0, A, A, 1.0) == ms.ratio_line(2.0, A, A)
+    same = mf.ratios(A, A)
+    assert mf.verdict(1.0, same, 0.95) == (True, []) and mf.verdict(1.0, same, None) == (True, [])
+    assert mf.verdict(1.0, same, 1 / 1.1) == (True, [])
+    assert mf.verdict(1.0, same, 0.90) == (False, ["throughput"])
+    assert mf.verdict(1.0, same, math.nan) == (False, ["throughput"])  # not measured: never a pass
+    assert mf.ratio_line(2.0, A, A, 0.9).endswith("over_1.1=throughput verdict=fail")
+    assert mf.ratio_line(2.0, A, A, 1.0) == mf.ratio_line(2.0, A, A)
     run = bursts_run(("warm-up", 50.0), ("A", 100_000.0), ("B", 95_000.0), ("B", 99_000.0), ("A", 104_000.0))
     run.scrapes = [(1.0, 3.0, 9_000), (2.0, 5.0, 9_000)]
-    assert sb.throughput_line(run, ms.RATIO_LIMIT) == (
+    assert sb.throughput_line(run, mf.RATIO_LIMIT) == (
         "metrics-scrape throughput: bursts=4 burst_trades=1000 A=102000 B=97000 ratio=0.95 ratio_ge_0.91=yes "
         "burst_scrapes=2 burst_scrape_p95_ms=5.00")
-    assert "ratio=nan ratio_ge_0.91=no" in sb.throughput_line(sb.BurstRun(), ms.RATIO_LIMIT)
+    assert "ratio=nan ratio_ge_0.91=no" in sb.throughput_line(sb.BurstRun(), mf.RATIO_LIMIT)
 
 
 class FakeProducer:
@@ -246,22 +247,22 @@ def app_wait_failing(predicate, timeout_s, what):
 
 
 def test_the_section_has_the_bursts_line_row_and_what_limits_them(monkeypatch):
-    monkeypatch.setattr(ms, "machine", lambda: {"cpu": "2 cores", "memory": "1 GiB", "python": "3", "spark": "4"})
+    monkeypatch.setattr(mf, "machine", lambda: {"cpu": "2 cores", "memory": "1 GiB", "python": "3", "spark": "4"})
     run = LakeRun("metrics", window=(0.0, 40.0))
     run.batches = [(t + 0.5, 200.0) for t in range(40)]
     run.freshness = [(t + 0.1, 0.7) for t in range(40)]
-    result = ms.ScrapeRun(run, schedule=ms.blocks(0.0, 20, 20), scrapes=[(20.0 + t, 2.0, 9_000) for t in range(20)],
+    result = mf.ScrapeRun(run, schedule=mf.blocks(0.0, 20, 20), scrapes=[(20.0 + t, 2.0, 9_000) for t in range(20)],
                           first_scrape=(30.0, 8_000))
     result.cpu_s["A"]["driver"] = result.cpu_s["B"]["driver"] = 10.0
     result.bursts = bursts_run(("warm-up", 50.0), ("A", 100_000.0), ("B", 80_000.0), ("B", 85_000.0),
                                ("A", 104_000.0))
     args = argparse.Namespace(argv=[], interval=1.0, rate=1000.0, warm_seconds=30.0, block_seconds=20.0,
                               seconds=20.0, bursts=4, burst_trades=1_000)
-    text = ms.section(args, result)
+    text = mf.section(args, result)
     assert "\n## " not in text and "B/A >= 1/1.1 = 0.91" in text
     assert "**Fail**: scrape p95 2.00 ms, over 1.1: throughput." in text
     assert "metrics-scrape throughput: bursts=4 burst_trades=1000 A=102000 B=82500 ratio=0.81" in text
     assert "| throughput_trades_s (bursts) | 102,000 | 82,500 | 0.81 | **no** (A/B 1.24) |" in text
     assert "What limits the figure" in text and "- **Throughput**" in text
     args.bursts, result.bursts = 0, None
-    assert "throughput" not in ms.section(args, result).lower()
+    assert "throughput" not in mf.section(args, result).lower()
