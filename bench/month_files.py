@@ -42,7 +42,7 @@ from streaming.lake.store import Lake
 from streaming.lake.tables import CLOSED_DAY_FILE_BYTES, DAY, OPEN_DAYS, SILVER
 from streaming.medallion.silver.arrow import silver_rows
 
-SILVER_BYTES_PER_TRADE = 71  # measured on the long-run benchmark's lakes (docs/operations.md#sizing-a-month)
+SILVER_BYTES_PER_TRADE = 71  # measured on the long-run benchmark's lakes (docs/long-runs.md#sizing-a-month)
 OPEN_FILE_BYTES = 5 * 10**6  # what compaction to STREAM_FILE_BYTES makes of a stream's small files
 CLOSED_FILE_BYTES = int(CLOSED_DAY_FILE_BYTES * 0.9)
 ACTIONS_PER_COMMIT = 5_000

@@ -153,7 +153,7 @@ OFFSET_CHANGED = re.compile(r"Partition (?P<topic>\S+)-(?P<partition>\d+)(?:'s)?
 DATA_LOSS = re.compile(r"Some data may have been lost[^\n]*(?:\n[^\n]*){0,6}?\n?Reason: ?(?P<reason>[^\n]+)")
 WHAT_TO_DO = ("Records read before are in bronze. To read on from what the broker holds, restart with "
               "--fail-on-data-loss false; to read again from a time, use --replay-from "
-              "(docs/operations.md#when-kafka-loses-records)")
+              "(docs/kafka.md#when-kafka-loses-records)")
 
 
 UNREACHABLE = re.compile(r"org\.apache\.kafka\.common\.errors\.(?:TimeoutException|DisconnectException): ?"

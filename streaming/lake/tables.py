@@ -20,14 +20,14 @@ UTC_TIME = pa.timestamp("us", tz="UTC")
 # many versions. The tables read whole (by the dashboard, the sinks): often, into one file.
 # Bronze and silver, which gain a file all day and are read by range: less often, into files of
 # a bounded size, so that a rewrite stays small, and so do their logs' checkpoints, which list
-# every live file every 10 commits (docs/operations.md#long-runs).
+# every live file every 10 commits (docs/long-runs.md).
 COMPACT_EVERY = 20
 STREAM_COMPACT_EVERY = 100
 STREAM_FILE_BYTES = 8 * 2**20
 # Bronze and silver are partitioned by day, and compacted as above. The OPEN_DAYS newest days
 # are still written to (late trades reach yesterday); a day before them is closed, and rolled
 # once into files this large, so that a month's live files, which every commit through
-# delta-rs pays for, stay a few thousand (layout.py, docs/operations.md#sizing-a-month).
+# delta-rs pays for, stay a few thousand (layout.py, docs/long-runs.md#sizing-a-month).
 CLOSED_DAY_FILE_BYTES = 256 * 2**20
 OPEN_DAYS = 2
 # The partition column: the UTC date of the table's `day_of` time.
@@ -39,7 +39,7 @@ DAY_FILE_BYTES = 256 * 2**10
 # second, and the log keeps each one (and a checkpoint per 10, which lists the files a
 # compaction replaced until they expire) for this long: on a local disk every commit lists the
 # whole log directory, so the longer the history, the slower each commit
-# (docs/operations.md#long-runs). 15 minutes is 1,800 batches, more than the time machine lists.
+# (docs/long-runs.md). 15 minutes is 1,800 batches, more than the time machine lists.
 HISTORY = "interval 15 minutes"
 
 

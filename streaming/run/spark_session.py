@@ -29,7 +29,7 @@ FAIR_SCHEDULER_POOLS = Path(__file__).resolve().parent / "fairscheduler.xml"
 # Checkpoints live under --data-dir on the local disk. Without Hadoop's native library, its
 # default local file system starts a `chmod` (and, through FileContext, `readlink`) process for
 # every file it writes or renames, in every micro-batch; these settings start no such process.
-# Renames stay atomic (rename(2)); no .crc side files. Measured: docs/operations.md#spark-settings
+# Renames stay atomic (rename(2)); no .crc side files. Measured: docs/spark.md#spark-settings
 LOCAL_CHECKPOINT_FILES = {
     "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
     "spark.hadoop.fs.AbstractFileSystem.file.impl": "org.apache.hadoop.fs.local.RawLocalFs",
@@ -41,7 +41,7 @@ LOCAL_CHECKPOINT_FILES = {
 # Every stage of every micro-batch serialises its task binary into a 1 MB buffer and
 # broadcasts it in a buffer of one broadcast block (4 MB by default). With a 1 GiB heap G1's
 # regions are 1 MB, so both are "humongous" objects, and each forces a young collection.
-# Smaller blocks and larger regions avoid them on executors (docs/operations.md#spark-settings).
+# Smaller blocks and larger regions avoid them on executors (docs/spark.md#spark-settings).
 BROADCAST_BLOCK_SIZE = "256k"
 EXECUTOR_JVM_OPTIONS = "-XX:G1HeapRegionSize=4m"
 

@@ -42,7 +42,7 @@ def test_headless_run_fills_gold_from_produced_trades_and_exits_0_on_sigterm(tmp
         app.wait_for_line(f"Spark {pyspark.__version__} up in ")  # the JVM runs
         assert "700m" not in app.output
         jvm = next(command_line(pid) for pid in child_pids(app.proc.pid) if "-Xmx700m" in command_line(pid))
-        assert "-XX:+UseSerialGC" in jvm  # the driver holds no batch: a small collector (operations.md)
+        assert "-XX:+UseSerialGC" in jvm  # the driver holds no batch: a small collector (docs/spark.md)
         writer = TopicWriter(f"127.0.0.1:{port}", "trades")
         writer.send(trade("s1", "BUY", 4, 25.0, "2026-03-02T09:05:00Z"),
                     trade("s2", "SELL", 1, 40.0, "2026-03-02T09:20:00Z"))
