@@ -8,7 +8,7 @@ file added, as `Lake.commit_files` does) on each:
 
 * without days: every file compacted to about 5 MB, as before day partitions;
 * with days: the open days (today and yesterday) in files of about 5 MB, each closed day
-  rolled into files of about 256 MiB (streaming/lake/layout.py).
+  rolled into files of about 256 MiB (streaming/lake/partitions.py).
 
 Then it rolls one closed day of `--roll-trades` simulated trades, written as the pipeline's
 compaction leaves them, and prints the roll's time and the process's peak memory.

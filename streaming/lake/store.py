@@ -35,7 +35,7 @@ from deltalake.exceptions import TableNotFoundError
 from deltalake.schema import Field as DeltaField
 from deltalake.transaction import AddAction
 
-from streaming.lake import layout, tables
+from streaming.lake import partitions, tables
 from streaming.lake.files import DataFile, write_file
 from streaming.lake.locations import is_remote, local_path
 from streaming.lake.sql import key_ranges, quote
@@ -168,7 +168,7 @@ class Lake:
                               configuration=wanted, storage_options=self.storage_options)
             return
         if list(opened.metadata().partition_columns) != list(table.partition_by):
-            layout.repartition(table, opened)
+            partitions.repartition(table, opened)
             opened = self.open(table)
             assert opened is not None  # just rewritten
         properties = opened.metadata().configuration
@@ -319,8 +319,8 @@ class Lake:
                 self._append(table, opened, rows, commit)
             else:
                 may_remove = write in (Write.UPSERT, Write.ADD) or (table.replace_when is not None and not narrow)
-                with (layout.rewriting(self.location(table)) if layout.must_wait_for_roll(table, rows, may_remove)
-                      else contextlib.nullcontext()):
+                with (partitions.rewriting(self.location(table))
+                      if partitions.must_wait_for_roll(table, rows, may_remove) else contextlib.nullcontext()):
                     self._merge(table, opened, rows, commit, write, narrow)
             if table.compact_every:
                 self._compact_now_and_then(table)
@@ -393,8 +393,8 @@ class Lake:
         merge.when_not_matched_insert_all().execute()
 
     def _compact_now_and_then(self, table: Table) -> None:
-        layout.compact_now_and_then(table, self.location(table), lambda: self.open(table))
+        partitions.compact_now_and_then(table, self.location(table), lambda: self.open(table))
 
     def roll_closed_days(self, table: Table, today: date | None = None) -> list[date]:
-        """Rewrite the closed days' files into large ones now (layout.py); the days rolled."""
-        return layout.roll_closed_days(table, self.location(table), lambda: self.open(table), today)
+        """Rewrite the closed days' files into large ones now (partitions.py); the days rolled."""
+        return partitions.roll_closed_days(table, self.location(table), lambda: self.open(table), today)

@@ -27,7 +27,7 @@ STREAM_FILE_BYTES = 8 * 2**20
 # Bronze and silver are partitioned by day, and compacted as above. The OPEN_DAYS newest days
 # are still written to (late trades reach yesterday); a day before them is closed, and rolled
 # once into files this large, so that a month's live files, which every commit through
-# delta-rs pays for, stay a few thousand (layout.py, docs/long-runs.md#sizing-a-month).
+# delta-rs pays for, stay a few thousand (partitions.py, docs/long-runs.md#sizing-a-month).
 CLOSED_DAY_FILE_BYTES = 256 * 2**20
 OPEN_DAYS = 2
 # The partition column: the UTC date of the table's `day_of` time.

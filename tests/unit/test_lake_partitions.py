@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
-from streaming.lake import layout
+from streaming.lake import partitions
 from streaming.lake.increments import FileIncrements, Span
 from streaming.lake.store import Batch, Lake
 from streaming.lake.tables import BRONZE, DAY, SILVER, Write
@@ -101,13 +101,13 @@ def test_which_closed_days_are_rolled():
 
     old, older, open_day = TODAY - timedelta(days=2), TODAY - timedelta(days=5), TODAY - timedelta(days=1)
     actions = files((older, 10), (older, 20), (old, 100), (old, 30), (old, 90), (open_day, 1), (open_day, 1))
-    assert layout.days_to_roll(actions, open_day, file_bytes=100) == [older]  # 30 + 90 do not fit in 100
-    assert layout.days_to_roll(actions, open_day, file_bytes=120) == [older, old]
-    assert layout.days_to_roll(files((older, 10)), open_day, file_bytes=100) == []  # one file: nothing to roll
-    assert layout.first_open_day(TODAY, TODAY) == open_day
-    assert layout.first_open_day(None) == open_day
-    assert layout.first_open_day(TODAY + timedelta(days=1), TODAY) == open_day  # a trade dated tomorrow
-    assert layout.first_open_day(date(2026, 3, 2), TODAY) == date(2026, 3, 1)  # data of the past, written now
+    assert partitions.days_to_roll(actions, open_day, file_bytes=100) == [older]  # 30 + 90 do not fit in 100
+    assert partitions.days_to_roll(actions, open_day, file_bytes=120) == [older, old]
+    assert partitions.days_to_roll(files((older, 10)), open_day, file_bytes=100) == []  # one file: nothing to roll
+    assert partitions.first_open_day(TODAY, TODAY) == open_day
+    assert partitions.first_open_day(None) == open_day
+    assert partitions.first_open_day(TODAY + timedelta(days=1), TODAY) == open_day  # a trade dated tomorrow
+    assert partitions.first_open_day(date(2026, 3, 2), TODAY) == date(2026, 3, 1)  # data of the past, written now
 
 
 def test_a_closed_day_is_rolled_into_one_file_and_the_open_days_are_left_to_the_writer_s_compaction(tmp_path):
@@ -217,8 +217,8 @@ def test_every_write_policy_of_a_partitioned_table_keeps_one_row_per_key(tmp_pat
 def test_a_merge_waits_for_a_roll_only_if_it_may_remove_files_or_reads_a_closed_day():
     today = SILVER.stored_rows(silver(["a", "b"], [at(TODAY), at(TODAY - timedelta(days=1))]))
     with_closed = SILVER.stored_rows(silver(["a", "b"], [at(TODAY), at(TODAY - timedelta(days=2))]))
-    assert not layout.must_wait_for_roll(SILVER, today, may_remove_files=False)  # a redelivery: inserts only
-    assert layout.must_wait_for_roll(SILVER, today, may_remove_files=True)  # a record read again: replaced
-    assert layout.must_wait_for_roll(SILVER, with_closed, may_remove_files=False)
+    assert not partitions.must_wait_for_roll(SILVER, today, may_remove_files=False)  # a redelivery: inserts only
+    assert partitions.must_wait_for_roll(SILVER, today, may_remove_files=True)  # a record read again: replaced
+    assert partitions.must_wait_for_roll(SILVER, with_closed, may_remove_files=False)
     unpartitioned = dataclasses.replace(SILVER, day_of=None)
-    assert not layout.must_wait_for_roll(unpartitioned, unpartitioned.stored_rows(with_closed), True)  # no roll
+    assert not partitions.must_wait_for_roll(unpartitioned, unpartitioned.stored_rows(with_closed), True)  # no roll
