@@ -13,8 +13,10 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence, TextIO
 
 log = logging.getLogger(__name__)
 
@@ -65,31 +67,87 @@ def maven_command() -> str:
     return mvn
 
 
-COPIED = re.compile(r"Copying (\S+\.jar) to ")
+COPIED = re.compile(r"Copying \S+\.jar to (\S+\.jar)")
+DOWNLOADED = re.compile(r"Downloaded from [^:]+: \S+ \((\d+(?:\.\d+)?) (B|kB|KB|MB|GB)")
+_UNIT_BYTES = {"B": 1, "kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9}
+LINE_EVERY_S = 10.0  # not on a terminal: a progress line this often
 
 
-def fetch(jar_set: JarSet, echo=print) -> None:
-    """Resolve the pom's dependencies and copy them into lib/, saying each jar as it comes."""
+def mib(size: float) -> str:
+    return f"{size / 2 ** 20:.1f} MiB"
+
+
+class FetchProgress:
+    """One part's fetch as one line: live on a terminal (redrawn in place), else a line every
+    LINE_EVERY_S; then the part's total. Maven's own log is kept for an error."""
+
+    def __init__(self, jar_set: JarSet, echo=print, stream: TextIO | None = None,
+                 clock=time.monotonic, every_s: float = LINE_EVERY_S):
+        self.jar_set, self.echo, self.clock, self.every_s = jar_set, echo, clock, every_s
+        self.stream = sys.stderr if stream is None else stream
+        self.live = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.started = self.shown = clock()
+        self.downloaded = 0.0  # bytes Maven fetched from the registry (nothing once cached)
+        self.jars = 0
+        self.size = 0  # bytes of the jars copied into lib/
+
+    def line(self) -> str:
+        fetched = f", {mib(self.downloaded)} downloaded" if self.downloaded else ""
+        return (f"fetching {self.jar_set.purpose} with Maven (once): {self.jars} jars, {mib(self.size)}{fetched}, "
+                f"{self.clock() - self.started:.0f} s")
+
+    def read(self, maven_line: str) -> None:
+        downloaded = DOWNLOADED.search(maven_line)
+        if downloaded:
+            self.downloaded += float(downloaded.group(1)) * _UNIT_BYTES[downloaded.group(2)]
+        copied = COPIED.search(maven_line)
+        if copied:
+            self.jars += 1
+            self.size += _size(Path(copied.group(1)))
+        if self.live:
+            self.stream.write("\r\x1b[K" + self.line())
+            self.stream.flush()
+        elif self.clock() - self.shown >= self.every_s:
+            self.shown = self.clock()
+            self.echo(self.line())
+
+    def done(self) -> str:
+        if self.live:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+        return (f"{self.jar_set.purpose}: {self.jars} jars, {mib(self.size)}, fetched in "
+                f"{self.clock() - self.started:.1f} s")
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def fetch(jar_set: JarSet, echo=print, stream: TextIO | None = None) -> FetchProgress:
+    """Resolve the pom's dependencies and copy them into lib/, with one progress line."""
     staging = jar_set.lib.with_name("lib.partial")
     shutil.rmtree(staging, ignore_errors=True)
-    command = [maven_command(), "-B", "-ntp", "-f", str(jar_set.pom), "dependency:copy-dependencies",
+    # Batch mode, transfers logged as whole lines (no -ntp): the progress counts what was downloaded.
+    command = [maven_command(), "-B", "-f", str(jar_set.pom), "dependency:copy-dependencies",
                f"-DoutputDirectory={staging}", "-DincludeScope=runtime"]
-    echo(f"fetching {jar_set.purpose} with Maven into {jar_set.lib} (once) ...")
-    output, count = [], 0
+    progress = FetchProgress(jar_set, echo, stream)
+    output = []
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as maven:
         for line in maven.stdout or ():
             output.append(line.rstrip())
-            copied = COPIED.search(line)
-            if copied:
-                count += 1
-                echo(f"  {count:3d}  {Path(copied.group(1)).name}")
+            progress.read(line)
+    summary = progress.done()
     if maven.returncode != 0:
         errors = [line for line in output if "[ERROR]" in line][:5] or output[-5:]
         raise JarsMissing(f"Maven could not fetch {jar_set.purpose} ({jar_set.pom}):\n" + "\n".join(errors))
     (staging / STAMP).write_text(jar_set.pom_digest() + "\n")
     shutil.rmtree(jar_set.lib, ignore_errors=True)
     staging.rename(jar_set.lib)
-    echo(f"{count} jars in {jar_set.lib}")
+    echo(f"{summary} into {jar_set.lib}")
+    return progress
 
 
 def ensure(jar_set: JarSet, echo=print) -> list[Path]:
@@ -97,6 +155,15 @@ def ensure(jar_set: JarSet, echo=print) -> list[Path]:
     if not jar_set.is_fetched():
         fetch(jar_set, echo)
     return jar_set.jars()
+
+
+def ensure_all(jar_sets: Sequence[JarSet], echo=print) -> None:
+    """Fetch the missing sets, a progress line each, then the total when more than one was fetched."""
+    started = time.monotonic()
+    fetched = [fetch(jar_set, echo) for jar_set in jar_sets if not jar_set.is_fetched()]
+    if len(fetched) > 1:
+        echo(f"the Java parts: {sum(p.jars for p in fetched)} jars, {mib(sum(p.size for p in fetched))}, "
+             f"fetched in {time.monotonic() - started:.1f} s (once: later starts use them as they are)")
 
 
 def artifact_id(jar: str) -> str:
@@ -124,8 +191,7 @@ def main() -> int:
         for jar_set in ALL:
             if jar_set.is_fetched():
                 print(f"{jar_set.purpose}: {len(jar_set.jars())} jars already in {jar_set.lib}")
-            else:
-                fetch(jar_set)
+        ensure_all(ALL)
     except JarsMissing as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -81,11 +81,13 @@ def ensure_topic(config: Mapping[str, str], topic: str, partitions: int, retenti
         if error.name() == "TOPIC_ALREADY_EXISTS":
             return False
         raise RuntimeError(f"cannot create topic '{topic}': {error.str()}") from None
-    # Metadata can lag behind creation; wait until the partitions are visible.
+    # Metadata can lag behind creation; wait until every partition is visible and has a leader
+    # (the first reads would otherwise fail with NOT_LEADER_FOR_PARTITION).
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         meta = admin.list_topics(topic=topic, timeout=5).topics.get(topic)
-        if meta is not None and meta.error is None and len(meta.partitions) == partitions:
+        if (meta is not None and meta.error is None and len(meta.partitions) == partitions
+                and all(p.leader >= 0 and p.error is None for p in meta.partitions.values())):
             break
         time.sleep(0.1)
     return True

@@ -68,11 +68,15 @@ class Command(Generic[SettingsT]):
             raise KeyboardInterrupt
 
     def _check_java(self) -> None:
-        from streaming.jars import JavaMissing, check_java
+        """Java is there, and the Java parts this command runs are fetched (the first start
+        fetches them all at once: a progress line a part, then the total)."""
+        from streaming import jars
 
         try:
-            check_java()
-        except JavaMissing as exc:
+            jars.check_java()
+            needed = [jars.SPARK, jars.KAFKA] if self.settings.embedded_broker else [jars.SPARK]
+            jars.ensure_all(needed, echo=log.info)
+        except (jars.JavaMissing, jars.JarsMissing) as exc:
             raise StartupError(str(exc)) from None
 
     def _start_kafka(self) -> None:

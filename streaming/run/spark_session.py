@@ -7,12 +7,14 @@ import logging
 import os
 import re
 import socket
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zipfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import IO, TYPE_CHECKING, Iterable
 
 from streaming.jars import check_java
 
@@ -237,7 +239,9 @@ def create_spark(master: str = "local[*]", app_name: str = "trade-summary", shuf
         # The JVM gets its own session, so a SIGTERM or Ctrl-C sent to our process group
         # (a supervisor, `timeout`, a closing terminal) reaches only us, and we stop the
         # queries in order. The JVM still exits when we do: it watches its stdin pipe.
-        SparkContext(conf=conf, gateway=launch_gateway(conf, popen_kwargs={"start_new_session": True}))
+        gateway = launch_gateway(conf, popen_kwargs={"start_new_session": True, "stderr": subprocess.PIPE})
+        _forward_stderr(gateway.proc.stderr)
+        SparkContext(conf=conf, gateway=gateway)
     spark = SparkSession.builder.config(conf=conf).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     if not is_local_master(master):
@@ -245,3 +249,25 @@ def create_spark(master: str = "local[*]", app_name: str = "trade-summary", shuf
         if shuffle_partitions is None and "spark.sql.shuffle.partitions" not in dict(conf_overrides):
             size_to_cluster(spark)
     return spark
+
+
+# What the JVM says at every start that tells a user nothing: Spark's launcher adds the vector
+# module itself and the JVM announces it; Spark names the shell's log level, which the session
+# sets to ERROR right after.
+JVM_NOISE = ("WARNING: Using incubator modules: jdk.incubator.vector",
+             'Setting default log level to "WARN".',
+             "To adjust logging level use sc.setLogLevel(newLevel). For SparkR, use setLogLevel(newLevel).")
+
+
+def _forward_stderr(stream: IO[bytes]) -> None:
+    """The Spark JVM's stderr, copied to ours line by line but for JVM_NOISE (a thread, until the
+    JVM exits: a full pipe would stall it)."""
+
+    def copy() -> None:
+        for raw in iter(stream.readline, b""):
+            line = raw.decode(errors="replace")
+            if line.rstrip() not in JVM_NOISE:
+                sys.stderr.write(line)
+                sys.stderr.flush()
+
+    threading.Thread(target=copy, name="spark-jvm-stderr", daemon=True).start()

@@ -1,6 +1,7 @@
 """The Java parts' bookkeeping: which jars a pom's fetch left, when they must be fetched again,
 which reach Spark's class path, and what a machine without Maven is told (no Maven run here)."""
 
+import io
 from pathlib import Path
 
 import pytest
@@ -46,3 +47,47 @@ def test_without_maven_the_error_says_how_to_get_the_jars(monkeypatch):
     monkeypatch.setattr(jars.shutil, "which", lambda _: None)
     with pytest.raises(JarsMissing, match="apt-get install -y maven.*python -m streaming.jars"):
         jars.maven_command()
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_a_fetch_off_a_terminal_says_one_line_every_ten_seconds_then_the_parts_total(tmp_path):
+    lines, clock = [], Clock()
+    progress = jars.FetchProgress(jars.KAFKA, lines.append, stream=_NotATerminal(), clock=clock)
+    progress.read("Downloaded from central: https://repo/x/kafka_2.13-4.4.0.jar (2.5 MB at 10 MB/s)")
+    jar = tmp_path / "kafka_2.13-4.4.0.jar"
+    jar.write_bytes(b"x" * 2 ** 20)
+    for second in range(25):
+        clock.now = second
+        progress.read(f"[INFO] Copying {jar.name} to {jar}")
+    assert lines == [
+        "fetching Apache Kafka, the embedded broker with Maven (once): 11 jars, 11.0 MiB, 2.4 MiB downloaded, 10 s",
+        "fetching Apache Kafka, the embedded broker with Maven (once): 21 jars, 21.0 MiB, 2.4 MiB downloaded, 20 s",
+    ]
+    assert progress.done() == "Apache Kafka, the embedded broker: 25 jars, 25.0 MiB, fetched in 24.0 s"
+
+
+def test_a_fetch_on_a_terminal_redraws_one_line_in_place_and_clears_it():
+    stream, clock = _Terminal(), Clock()
+    progress = jars.FetchProgress(jars.SPARK, lambda line: None, stream=stream, clock=clock)
+    progress.read("[INFO] Copying /nowhere/a-1.0.jar to /x/a-1.0.jar")
+    progress.read("[INFO] Copying /nowhere/b-1.0.jar to /x/b-1.0.jar")
+    progress.done()
+    assert stream.getvalue().count("\r\x1b[K") == 3 and "2 jars" in stream.getvalue()
+    assert "\n" not in stream.getvalue()  # no line per jar
+
+
+class _NotATerminal(io.StringIO):
+    def isatty(self):
+        return False
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
