@@ -14,11 +14,13 @@ REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"  # screenshots and logs worth keeping from a run (not in git)
 
 
-class RunPy:
-    def __init__(self, *args: str, env: dict | None = None):
+class Command:
+    """A command run as a user would, its output (stdout and stderr) kept line by line."""
+
+    def __init__(self, argv: list[str], cwd: Path = REPO, env: dict | None = None):
         self.lines: list[str] = []
         self.proc = subprocess.Popen(
-            [sys.executable, "run.py", *args], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             text=True, env={**os.environ, **(env or {})},
         )
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -63,3 +65,10 @@ class RunPy:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(10)
+
+
+class RunPy(Command):
+    """`python run.py ARGS` from the repository's root, with the interpreter running the tests."""
+
+    def __init__(self, *args: str, env: dict | None = None):
+        super().__init__([sys.executable, "run.py", *args], env=env)
