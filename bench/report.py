@@ -240,7 +240,7 @@ PEERS = (
 
 
 def peer_lines(results: Results) -> list[str]:
-    """The peers, as context for this run's figure (docs/performance.md#against-the-peers)."""
+    """The peers, as context for this run's figure (docs/benchmarks.md, "Against the peers")."""
     return [
         "## Against the peers (context, not measured in this run)",
         "",

@@ -7,7 +7,7 @@ may be a local path or an object-store URI), keeps each thread's tables open, an
   batch is recorded in the same Delta commit (an app transaction: table@writer -> batch id), so a
   micro-batch that Spark replays after a crash finds its id recorded and is skipped.
 * `read(table, columns, where)` / `query(table, sql)`: reads through delta-rs's SQL engine,
-  which opens only the files whose statistics can match (docs/architecture.md says why).
+  which opens only the files whose statistics can match (docs/lake.md#reads says why).
 * `writing(*tables)`: the tables' locks, for a writer that must read and write several of them
   as one step (the gold sink, a backfill). `publish` takes its table's lock itself.
 
@@ -223,7 +223,7 @@ class Lake:
         """Run `sql` on the table (at `version`, or its latest), named `t` in it; None if the
         table (or that version) does not exist. Unlike a pyarrow dataset, it makes no fragment
         per file first, which dominates a filtered read of a table that gains a file per
-        micro-batch (docs/architecture.md#reads)."""
+        micro-batch (docs/lake.md#reads)."""
         opened = self.open(table) if version is None else self.open_version(table, version)
         if opened is None:
             return None

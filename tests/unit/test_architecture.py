@@ -69,7 +69,7 @@ def test_no_table_path_is_spelled_outside_the_lake():
 
 def test_every_table_read_goes_through_the_lake_not_a_pyarrow_dataset():
     """A pyarrow dataset makes a fragment per file before filtering: slow on tables that gain a
-    file per micro-batch (docs/architecture.md#reads)."""
+    file per micro-batch (docs/lake.md#reads)."""
     offenders = [f"{path.relative_to(REPO)}:{number}"
                  for name, path in modules().items()
                  for number, line in enumerate(path.read_text().splitlines(), 1)
