@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pyarrow as pa
-from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
+from dash import ClientsideFunction, Dash, Input, Output, State, ctx, dcc, html, no_update
 
 from dashboard import figures, ids
 from dashboard.context import PageContext
@@ -105,13 +105,21 @@ def speed_of(value) -> int:
     return speed if speed in SPEEDS else DEFAULT_SPEED
 
 
+def is_live(value, high) -> bool:
+    """Whether a slider value means Live: none chosen, or the handle at the slider's right end
+    (`high`, its max: the newest instant), where Live puts it and where playing ends."""
+    seconds, newest = _seconds(value), _seconds(high)
+    return value is None or (seconds is not None and newest is not None and seconds >= newest)
+
+
 def next_instant(trigger, value, paused, speed, span: list[int] | None) -> tuple:
     """(slider value, play tick disabled, play button text) after Play/Pause, a play tick, Live or
     another day. Play starts from the day's first change (or goes on from the instant shown);
     each tick moves the instant on PLAY_TICK_MS x speed, up to the day's last change, where it
-    stops. Live, and another day, return to the live chart."""
+    stops: Live (is_live). Live, and another day, return to the live chart with the handle at
+    the right end (another day's range then moves it to that day's end: assets/time_machine.js)."""
     if trigger in (ids.TM_LIVE, ids.DAY_PICKER):
-        return None, True, "Play"
+        return span[1] if span else None, True, "Play"
     playing = paused is False
     # A tick that comes after a pause (or Live) moves nothing.
     if not span or (trigger == ids.TM_PLAY) == playing:
@@ -228,12 +236,19 @@ def register(app: Dash, context: PageContext) -> None:
             return no_update, no_update, no_update, no_update
         return new
 
+    # In Live the handle follows the newest instant to the slider's new right end, in the page:
+    # it alone knows where the end was before (assets/time_machine.js).
+    app.clientside_callback(ClientsideFunction("timeMachine", "follow"),
+                            Output(ids.TM_SLIDER, "value", allow_duplicate=True), Input(ids.TM_SLIDER, "max"),
+                            State(ids.TM_SLIDER, "disabled"), State(ids.TM_SLIDER, "value"), prevent_initial_call=True)
+
     @app.callback(Output(ids.AS_OF, "data"), Output(ids.TM_LABEL, "children"), Input(ids.TM_SLIDER, "value"),
-                  State(ids.DAY_PICKER, "value"))
-    def choose_instant(value, day):
+                  State(ids.DAY_PICKER, "value"), State(ids.TM_SLIDER, "max"), State(ids.TM_LABEL, "children"))
+    def choose_instant(value, day, high, label):
         """The shown day's snapshot as it stood at the chosen instant (None: Live)."""
-        if value is None:
-            return None, LIVE_LABEL
+        if is_live(value, high):
+            # In Live the handle follows each new change: the page needs nothing new.
+            return (no_update, no_update) if label == LIVE_LABEL else (None, LIVE_LABEL)
         shown = context.shown_day(choice(day))
         history = context.day_history(shown)
         instant = instant_of(value, history["span"] if shown is not None else None)

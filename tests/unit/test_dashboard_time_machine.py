@@ -3,7 +3,10 @@ speed, Live, the chart at an instant, the ghost of what was first reported, a wi
 revisions and the CSV as of an instant (pure functions, and through the app's callbacks)."""
 
 import json
+import shutil
+import subprocess
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
@@ -18,11 +21,13 @@ from dashboard.panels.export import export_name, windows_export
 from dashboard.panels.time_machine import (
     AS_OF_SHOWN,
     DEFAULT_SPEED,
+    LIVE_LABEL,
     NO_HISTORY,
     PICK_A_WINDOW,
     PLAY_TICK_MS,
     clicked_window,
     instant_of,
+    is_live,
     next_instant,
     revision_rows,
     slider_marks,
@@ -37,6 +42,7 @@ UTC = timezone.utc
 DAY = datetime(2026, 3, 2, tzinfo=UTC)
 T0 = datetime(2026, 3, 2, 10, 0, 0, 250_000, tzinfo=UTC)  # the day's first change (a batch's time)
 T0_S = int(T0.timestamp())  # the slider's first instant: the second of the first change
+FOLLOW_JS = Path(__file__).resolve().parents[2] / "assets" / "time_machine.js"
 PLAY_OUTPUTS = [f"{ids.TM_SLIDER}.value", f"{ids.TM_PLAY_TICK}.disabled", f"{ids.TM_PLAY}.children"]
 
 
@@ -93,9 +99,16 @@ def client(lake):
     return create_app(lake).server.test_client()
 
 
-def choose(client, value, day=None) -> tuple[dict | None, str]:
-    answer = call(client, [f"{ids.AS_OF}.data", f"{ids.TM_LABEL}.children"],
-                  {f"{ids.TM_SLIDER}.value": value}, {f"{ids.DAY_PICKER}.value": day})
+CHOOSE_OUTPUTS = [f"{ids.AS_OF}.data", f"{ids.TM_LABEL}.children"]
+
+
+def choose_state(day=None, high=None, label=None) -> dict:
+    """What choose_instant reads besides the slider's value: the day, the slider's max and the label."""
+    return {f"{ids.DAY_PICKER}.value": day, f"{ids.TM_SLIDER}.max": high, f"{ids.TM_LABEL}.children": label}
+
+
+def choose(client, value, day=None, high=None, label=None) -> tuple[dict | None, str]:
+    answer = call(client, CHOOSE_OUTPUTS, {f"{ids.TM_SLIDER}.value": value}, choose_state(day, high, label))
     return answer[ids.AS_OF]["data"], answer[ids.TM_LABEL]["children"]
 
 
@@ -181,8 +194,61 @@ def test_a_history_spread_over_days_gets_a_few_marks_not_one_a_day():
 
 
 @pytest.mark.parametrize("trigger", [ids.TM_LIVE, ids.DAY_PICKER])
-def test_live_and_another_day_return_to_the_live_chart(trigger):
-    assert next_instant(trigger, T0_S + 30, False, 60, [T0_S, T0_S + 120]) == (None, True, "Play")
+def test_live_and_another_day_return_to_the_live_chart_with_the_handle_at_the_right_end(trigger):
+    span = [T0_S, T0_S + 120]
+    value, disabled, button = next_instant(trigger, T0_S + 30, False, 60, span)
+    assert (value, disabled, button) == (T0_S + 120, True, "Play") and is_live(value, span[1])
+    assert next_instant(trigger, T0_S + 30, False, 60, None) == (None, True, "Play")  # no history: no end
+
+
+# Live: the handle at the right end, following the newest instant
+
+def test_none_or_the_right_end_is_live_and_any_instant_before_it_is_not():
+    assert is_live(None, T0_S + 120) and is_live(T0_S + 120, T0_S + 120) and is_live(float(T0_S + 120), T0_S + 120)
+    assert not is_live(T0_S + 119, T0_S + 120) and not is_live(T0_S, T0_S + 120)
+    assert not is_live(T0_S + 120, None) and not is_live("abc", T0_S + 120)  # no max known: only None is Live
+
+
+def followed(calls: list[tuple]) -> list:
+    """What assets/time_machine.js's follow(max, disabled, value) gives the slider's value for each
+    change of its max, in one page (node; "keep" for no_update)."""
+    script = ("const window = {dash_clientside: {no_update: 'keep'}};\n" + FOLLOW_JS.read_text()
+              + "\nconsole.log(JSON.stringify(JSON.parse(process.argv[1]).map("
+                "c => window.dash_clientside.timeMachine.follow(...c))));")
+    done = subprocess.run(["node", "-e", script, json.dumps(calls)], capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node runs the page's follow")
+def test_in_live_the_handle_follows_each_new_change_to_the_right_end_and_a_chosen_instant_stays():
+    # A new page: no value (dcc.Slider then shows the handle at its min, the left end).
+    assert followed([(T0_S + 60, False, None), (T0_S + 120, False, T0_S + 60)]) == [T0_S + 60, T0_S + 120]
+    dragged_back = [(T0_S + 60, False, None), (T0_S + 120, False, T0_S + 30), (T0_S + 180, False, T0_S + 30)]
+    assert followed(dragged_back) == [T0_S + 60, "keep", "keep"]
+    # Live (next_instant) puts the handle at the end: from then on it follows again.
+    assert followed([*dragged_back, (T0_S + 240, False, T0_S + 180)])[-1] == T0_S + 240
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node runs the page's follow")
+def test_another_day_moves_the_handle_from_the_old_days_end_to_the_new_days():
+    old, new = [T0_S, T0_S + 120], [T0_S - 86400, T0_S - 86400 + 60]
+    end = next_instant(ids.DAY_PICKER, T0_S + 30, True, 60, old)[0]  # the old day's right end
+    assert followed([(old[1], False, None), (new[1], False, end)]) == [old[1], new[1]]
+    # Through a day without history (a disabled slider, 0 to 0) the handle waits for the next day's end.
+    assert followed([(old[1], False, None), (0, True, end), (new[1], False, end)]) == [old[1], "keep", new[1]]
+
+
+def test_the_right_end_shows_the_live_chart_and_a_step_back_the_day_as_it_stood(client):
+    assert choose(client, T0_S + 120, high=T0_S + 120) == (None, LIVE_LABEL)
+    past, label = choose(client, T0_S + 60, high=T0_S + 120)
+    assert past is not None and label == f"as of 2026-03-02 {datetime.fromtimestamp(T0_S + 60, UTC):%H:%M:%S} UTC"
+
+
+def test_the_handle_following_new_changes_in_live_sends_nothing_new(client):
+    # Each new change moves the handle in Live: the as-of chart and revisions are not redrawn for it.
+    answer = call(client, CHOOSE_OUTPUTS, {f"{ids.TM_SLIDER}.value": T0_S + 120},
+                  choose_state(high=T0_S + 120, label=LIVE_LABEL))
+    assert answer == {}
 
 
 @pytest.mark.parametrize("value", [None, 0, 7, "600", True, 600.0])
