@@ -206,10 +206,19 @@ def lag_sparkline(snapshot: dict | None) -> dict:
     trace = scatter([h["at"] for h in history], [h["lag"] for h in history], "lag",
                     "%{x|%H:%M:%S} UTC: %{y:,} records behind<extra></extra>", mode="lines",
                     line=dict(color=BUY_COLOR, width=1.5), fill="tozeroy")
+    # Tick labels by the step Plotly picks for the span and width (dtickrange in ms, ends included):
+    # HH:MM alone repeats ("16:06, 16:06, 16:06") when ticks are under a minute apart.
+    ticks: dict = dict(tickformat="%H:%M:%S", tickformatstops=[
+        dict(dtickrange=[None, 999], value="%H:%M:%S.%1f"), dict(dtickrange=[1000, 59_999], value="%H:%M:%S"),
+        dict(dtickrange=[60_000, None], value="%H:%M")])
+    times = sorted({h["at"] for h in history})
+    if len(times) <= 3:  # the first seconds: a tick per sample, not per 2 ms (one) or 0.5 s (two or three)
+        ticks = dict(tickformat="%H:%M:%S", tickmode="array", tickvals=times)
     return dict(data=[trace], layout=dict(
         BASE_LAYOUT, height=90, margin=dict(l=40, r=10, t=20, b=20), showlegend=False,
         title=dict(text="Total lag, last minutes", font=dict(size=12), x=0, y=0.98),
-        xaxis=axis(showgrid=False, type="date", tickformat="%H:%M"), yaxis=axis(rangemode="tozero", tickformat=","),
+        xaxis=axis(showgrid=False, type="date", **ticks),
+        yaxis=axis(rangemode="tozero", tickformat=","),
     ))
 
 
