@@ -62,6 +62,20 @@ def view_part(snapshot: dict) -> dict:
     return {key: value for key, value in snapshot.items() if key not in PAGE_PARTS}
 
 
+def news(snapshot: dict | None) -> dict | None:
+    """What a push tells a page: the snapshot but for what only the clock moves, the status's own
+    time and the lag samples taken while the lag stayed the same (the sparkline draws them as one
+    level). An idle app pushes nothing."""
+    status = (snapshot or {}).get("status")
+    if snapshot is None or not isinstance(status, dict):
+        return snapshot
+    history = status.get("lag_history") or []
+    levels = [sample["lag"] for before, sample in zip([None, *history], history)
+              if before is None or sample["lag"] != before["lag"]]
+    told = {key: value for key, value in status.items() if key not in ("at", "lag_history")}
+    return {**snapshot, "status": {**told, "lag_levels": levels}}
+
+
 def default_frames(context: PageContext) -> tuple:
     """What the default view is made from, as the readers hand it back: the same objects until
     the tables change (gold; the newest day's corrections, too-late trades and history)."""
@@ -154,6 +168,7 @@ class Publisher:
         self._look = threading.Lock()  # one look at a time
         self._seq, self._payload = 0, ""
         self._snapshot: dict | None = None
+        self._told: dict | None = None  # news(self._snapshot)
         self._push_id = ""
         self._pushed_at = -math.inf
         self._pushed_gold: Any = None  # gold's frame as of the last push
@@ -235,7 +250,8 @@ class Publisher:
             if since < self.min_gap_s and frames[0] is self._pushed_gold:
                 return False  # gold as pushed: the rest waits for the gap
             snapshot = self.snapshot(frames)
-            if snapshot == self._snapshot:
+            told = news(snapshot)
+            if told == self._told:
                 return False
             # Once for every page, as one line. push_id names the snapshot (the id of the event
             # that first carried it: unique across restarts): the panels' callbacks share their
@@ -244,7 +260,7 @@ class Publisher:
             push_id = self._push_id if same_view else f"{self.epoch}-{self._seq + 1}"
             payload = to_json_plotly({**snapshot, "push_id": push_id})
             with self._changed:
-                self._seq, self._payload, self._snapshot = self._seq + 1, payload, snapshot
+                self._seq, self._payload, self._snapshot, self._told = self._seq + 1, payload, snapshot, told
                 if not same_view:
                     self._push_id, self._kept[push_id] = push_id, [payload, None]
                 while len(self._kept) > KEPT_PUSHES:

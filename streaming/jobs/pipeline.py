@@ -10,7 +10,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
@@ -113,12 +113,19 @@ def processed_offsets(progress: dict) -> dict[str, int]:
     return offsets
 
 
+def ran_a_batch(progress: dict) -> bool:
+    """Whether a progress report is of a batch that ran. With no new data Spark still reports every
+    10 s (noDataProgressEventInterval), with the last batch's id and no addBatch."""
+    return "addBatch" in (progress.get("durationMs") or {})
+
+
 def query_status(query: StreamingQuery, restarts: int = 0, last_restart_error: str | None = None,
-                 sink: MedallionSink | None = None) -> QueryStatus:
-    """sink: the query's, for the watermark now in effect (from every batch done) and any data loss."""
+                 sink: MedallionSink | None = None, progress: dict | None = None) -> QueryStatus:
+    """sink: the query's, for the watermark now in effect (from every batch done) and any data loss.
+    progress: the report to describe (default: the query's last)."""
     watermark = sink.watermark if sink else None
-    last = query.lastProgress  # not recentProgress: that is two py4j calls per report kept, each poll
-    progress: dict[str, Any] = last or {}
+    if progress is None:
+        progress = query.lastProgress or {}  # not recentProgress: two py4j calls per report kept
     exception = query.exception() if not query.isActive else None
     operators = progress.get("stateOperators", [])
     return QueryStatus(
@@ -174,6 +181,7 @@ class Pipeline(SparkJob):
         self._starters: dict[str, Callable[[], StreamingQuery]] = {}
         self.sinks: dict[str, MedallionSink] = {}  # each query's current sink (a restart makes a new one)
         self.restarts: dict[str, Restarts] = {}
+        self._last_batches: dict[str, dict] = {}  # each query's last progress report of a batch that ran
         self._replay: ReplayPlan | None = None  # a --replay-from's part from bronze, until the query starts
 
     def start(self) -> None:
@@ -214,7 +222,13 @@ class Pipeline(SparkJob):
 
     def _status(self, query: StreamingQuery) -> QueryStatus:
         restarts = self.restarts.get(query.name, Restarts())
-        return query_status(query, restarts.count, restarts.last_error, self.sinks.get(query.name))
+        progress: dict = query.lastProgress or {}
+        if ran_a_batch(progress):
+            self._last_batches[query.name] = progress
+        # A quiet query's status stays its last batch's (when it ran, how long it took), so an
+        # idle page is pushed nothing.
+        return query_status(query, restarts.count, restarts.last_error, self.sinks.get(query.name),
+                            self._last_batches.get(query.name, progress))
 
     def restart_failed(self, max_restarts: int) -> list[QueryStatus]:
         """Restart each failed query from its checkpoint once its backoff has passed (a batch it

@@ -122,20 +122,40 @@ def test_a_new_gold_version_is_pushed_at_once_and_changes_within_its_gap_go_out_
     assert [w["buy_amount"] for w in pushed(publisher)["windows"]] == [100.0, 50.0, 25.0]
 
 
+def lag(*levels: int) -> list[dict]:
+    """A lag history: a sample every 2 s at these levels."""
+    return [{"at": f"2026-03-02T10:00:{2 * i:02d}+00:00", "lag": level} for i, level in enumerate(levels)]
+
+
 def test_a_status_change_alone_waits_for_the_gap_after_the_last_push(publisher, status, lake, clock):
     assert publisher.check()
-    status.value = {**status.value, "at": "2026-03-02T10:00:00+00:00"}
+    status.value = {**status.value, "lag_history": lag(5)}
     later(clock, 0.3)
     assert not publisher.check()  # gold as pushed: the status waits
     later(clock, 0.2)
     assert publisher.check()
-    assert pushed(publisher)["status"]["at"] == "2026-03-02T10:00:00+00:00"
-    status.value = {**status.value, "at": "2026-03-02T10:00:01+00:00"}
+    assert pushed(publisher)["status"]["lag_history"] == lag(5)
+    status.value = {**status.value, "lag_history": lag(5, 3)}
     write_window(lake, 1, "09:15", 50.0)
     later(clock, 0.25)
     assert publisher.check()  # with gold: at once, and the status with it
-    assert pushed(publisher)["status"]["at"] == "2026-03-02T10:00:01+00:00"
+    assert pushed(publisher)["status"]["lag_history"] == lag(5, 3)
     assert len(pushed(publisher)["windows"]) == 2
+
+
+def test_an_idle_app_pushes_nothing_while_only_the_clock_moves(publisher, status, clock):
+    status.value = {**status.value, "at": "2026-03-02T10:00:00+00:00", "lag_history": lag(0)}
+    assert publisher.check()
+    for second in range(1, 30):  # the health monitor's samples: a new time, the same lag
+        status.value = {**status.value, "at": f"2026-03-02T10:00:{second:02d}+00:00",
+                        "lag_history": lag(*[0] * (second + 1))}
+        later(clock)
+        assert not publisher.check()
+    status.value = {**status.value, "lag_history": lag(*[0] * 30, 7)}
+    later(clock)
+    assert publisher.check()  # the lag moved: pushed, with the samples and time as they are now
+    assert pushed(publisher)["status"]["lag_history"][-1]["lag"] == 7
+    assert pushed(publisher)["status"]["at"] == "2026-03-02T10:00:29+00:00"
 
 
 def test_a_polling_page_working_the_view_out_does_not_hold_gold_s_push_back(publisher, lake, clock):
@@ -173,10 +193,10 @@ def test_many_pages_share_one_computation_per_change(publisher, lake, clock):
 
 def test_a_status_change_alone_is_pushed_without_working_the_data_out_again(publisher, status, clock):
     publisher.check()
-    status.value = {**status.value, "at": "2026-03-02T10:00:00+00:00"}
+    status.value = {**status.value, "lag_history": lag(12)}
     later(clock)
     assert publisher.check()
-    assert pushed(publisher)["status"]["at"] == "2026-03-02T10:00:00+00:00"
+    assert pushed(publisher)["status"]["lag_history"] == lag(12)
     assert publisher.computations == 1
 
 
