@@ -10,12 +10,16 @@
     let epoch = null;  // the server's, from the event ids: another one after a restart
     let resync = false;  // after a restart: the tick moves once, for what changed meanwhile
     let leaving = false;  // the server said bye: EventSource reconnects, nothing is down
+    let applied = {};  // panel name -> the JSON of the outputs last set from a push
 
     function setProps(id, props) {
         window.dash_clientside.set_props(id, props);
     }
 
     function show(live) {
+        if (!live) {
+            applied = {};  // the fallback tick draws through the server meanwhile
+        }
         setProps(config.state, {children: live ? "Live" : "Reconnecting…",
                                 style: live ? config.liveStyle : config.downStyle});
         setProps(config.tick, {disabled: live});
@@ -60,6 +64,29 @@
         };
     }
 
+    // Sets each pushed panel's outputs (dashboard/push.panels_drawn) that differ from the last set,
+    // when the page's choices are the ones they were drawn with. Returns whether a panel with
+    // choices of the page's own must be drawn by the server instead (the chart alone).
+    function applyPanels(panels, choices) {
+        let ownDrawing = false;
+        (panels || []).forEach(function (panel) {
+            const drawnWith = Object.keys(panel.choices).every(
+                key => JSON.stringify(choices[key]) === JSON.stringify(panel.choices[key]));
+            if (!drawnWith) {
+                ownDrawing = true;
+                return;
+            }
+            const props = JSON.stringify(panel.props);
+            if (applied[panel.name] !== props) {
+                applied[panel.name] = props;
+                panel.props.forEach(function (output) {
+                    setProps(output[0], {[output[1]]: output[2]});
+                });
+            }
+        });
+        return ownDrawing;
+    }
+
     function chosen(value) {
         return typeof value === "string" && value !== "";
     }
@@ -85,11 +112,13 @@
             }
             return window.dash_clientside.no_update;  // the layout says Connecting… until the first open
         },
-        // A push is the snapshot of the default view, and the quarantine panel's default view
-        // (every reason, the newest day). The tick moves (the server then works out this page's
+        // A push is the snapshot of the default view, its panels drawn, and the quarantine panel's
+        // default view (every reason, the newest day). In the default view the panels are set here,
+        // with no request (the server's callbacks take the snapshot store as State). The tick moves (the server then works out this page's
         // view) for a push in a view of the page's own, and for a quarantine change while the
         // panel shows a reason or another day.
-        follow: function (pushed, day, channel, symbol, tick, reason, filterTick) {
+        // choiceValues: the page's choices the pushed panels were drawn with, in config.choices' order.
+        follow: function (pushed, day, channel, symbol, tick, reason, filterTick, chartDraw, ...choiceValues) {
             const noUpdate = window.dash_clientside.no_update;
             const triggered = (window.dash_clientside.callback_context.triggered || []).map(t => t.prop_id);
             const byPush = pushed && config !== null && triggered.some(id => id.startsWith(config.pushed + "."));
@@ -116,17 +145,26 @@
                 resync = false;
             }
             let snapshot = noUpdate;
+            let chart = noUpdate;
             if (!shared) {
                 copied = null;
+                applied = {};  // the server draws this view
             } else if (!byPush || pushed.push_id !== copied) {  // not when only the rest moved
                 copied = pushed.push_id;
                 snapshot = Object.assign({}, pushed);
-                // The page's other stores and ticks have these: the panels' uploads stay small.
+                // The page's other stores and ticks have these, and the panels are set now: what
+                // a callback the user starts uploads stays small.
                 delete snapshot.quarantine;
                 delete snapshot.quarantine_changes;
                 delete snapshot.filter_changes;
+                delete snapshot.panels;
+                const choices = {};
+                config.choices.forEach((key, index) => { choices[key] = choiceValues[index]; });
+                if (applyPanels(pushed.panels, choices)) {
+                    chart = (chartDraw || 0) + 1;
+                }
             }
-            return [snapshot, ticks ? (tick || 0) + 1 : noUpdate, quarantine, filters];
+            return [snapshot, ticks ? (tick || 0) + 1 : noUpdate, quarantine, filters, chart];
         },
     };
 })();

@@ -18,5 +18,11 @@ window.dash_clientside.timeMachine = (function () {
             end = max;
             return !disabled && live && value !== max ? max : window.dash_clientside.no_update;
         },
+        // The slider's value passed on to the server (time_machine.choose_instant) unless it is
+        // Live and the page already says so: the handle following each new change costs no request.
+        choose: function (value, max, label) {
+            const live = value === null || value === undefined || (max !== null && max !== undefined && value >= max);
+            return live && label === "Live" ? window.dash_clientside.no_update : value;
+        },
     };
 })();

@@ -35,9 +35,9 @@ def call(client, outputs: list[str], inputs: dict, state: dict | None = None, ch
 
 def store_snapshot(client, day=None, channel=None, symbol=None) -> dict:
     """What the interval callback puts in the store for the page's current choices."""
-    return call(client, [f"{ids.SNAPSHOT}.data"], {
+    return call(client, [f"{ids.SNAPSHOT}.data", f"{ids.DRAW}.data"], {
         f"{ids.TICK}.n_intervals": 1, f"{ids.DAY_PICKER}.value": day, f"{ids.CHANNEL_FILTER}.value": channel,
-        f"{ids.SYMBOL_FILTER}.value": symbol})[ids.SNAPSHOT]["data"]
+        f"{ids.SYMBOL_FILTER}.value": symbol}, {f"{ids.DRAW}.data": 0})[ids.SNAPSHOT]["data"]
 
 
 def store_quarantine(client, day=None, reason=None) -> dict:
@@ -53,21 +53,35 @@ def draw_quarantine(client, view: dict) -> dict:
                          f"{ids.QUARANTINE_REASON}.options"], {f"{ids.QUARANTINE_STORE}.data": view})
 
 
+DRAWN = {f"{ids.DRAW}.data": 1}  # the store moved: the panels drawn from it redraw
+
+
+def from_store(client, outputs: list[str], snapshot, inputs: dict | None = None, state: dict | None = None) -> dict:
+    """A panel's callback on a store snapshot, as when the server fills the store: DRAW moved
+    (then the panel's own inputs), the store as State (then the panel's own state)."""
+    return call(client, outputs, {**DRAWN, **(inputs or {})}, {f"{ids.SNAPSHOT}.data": snapshot, **(state or {})})
+
+
+def chart_choices(mode=ids.MODE_WINDOW, first_reported=None) -> dict:
+    """The chart callback's own inputs after DRAW: the chart's redraw store, mode and checklist."""
+    return {f"{ids.CHART_DRAW}.data": 0, f"{ids.CHART_MODE}.value": mode,
+            f"{ids.FIRST_REPORTED}.value": [] if first_reported is None else first_reported}
+
+
 def draw_chart(client, snapshot: dict, first_reported: bool = True) -> dict:
     """The chart callback on a store snapshot: the figure."""
-    return call(client, [f"{ids.CHART}.figure"], {
-        f"{ids.SNAPSHOT}.data": snapshot, f"{ids.CHART_MODE}.value": ids.MODE_WINDOW,
-        f"{ids.FIRST_REPORTED}.value": ["on"] if first_reported else []})[ids.CHART]["figure"]
+    return from_store(client, [f"{ids.CHART}.figure"], snapshot,
+                      chart_choices(first_reported=["on"] if first_reported else []))[ids.CHART]["figure"]
 
 
 def draw_panels(client, snapshot: dict) -> None:
     """Every other callback drawn from the store: KPI cards, feeds, status and health."""
-    store = {f"{ids.SNAPSHOT}.data": snapshot}
-    call(client, [f"{ids.DAY_PICKER}.options", f"{ids.KPI_CARDS}.children", f"{ids.CHART_NOTE}.children"], store)
-    call(client, [f"{ids.STATUS_LINE}.children", f"{ids.LATE_COUNTERS}.children",
-                  f"{ids.CORRECTIONS_FEED}.children", f"{ids.LATE_TRADES_LIST}.children"], store)
-    call(client, [f"{ids.HEALTH_QUERIES}.children", f"{ids.KAFKA_LAG}.children", f"{ids.LAG_SPARKLINE}.figure"],
-         store)
+    from_store(client, [f"{ids.DAY_PICKER}.options", f"{ids.KPI_CARDS}.children", f"{ids.CHART_NOTE}.children"],
+               snapshot)
+    from_store(client, [f"{ids.STATUS_LINE}.children", f"{ids.LATE_COUNTERS}.children",
+                        f"{ids.CORRECTIONS_FEED}.children", f"{ids.LATE_TRADES_LIST}.children"], snapshot)
+    from_store(client, [f"{ids.HEALTH_QUERIES}.children", f"{ids.KAFKA_LAG}.children", f"{ids.LAG_SPARKLINE}.figure"],
+               snapshot)
 
 
 def refresh_page(client, day=None) -> dict:

@@ -25,6 +25,31 @@ from streaming.lake.tables import CORRECTIONS, GOLD, LATE_TRADES
 
 
 @dataclass(frozen=True)
+class Drawing:
+    """A panel drawn from the snapshot store: its outputs, worked out by compute(snapshot,
+    *choices) from the store and the page's own choices (each (id, prop, the layout's default)).
+    The page's server callback and the publisher's push draw it alike: a page in the default view
+    with the default choices is sent the outputs themselves and sets them with no request."""
+
+    name: str
+    outputs: tuple[tuple[str, str], ...]
+    compute: Callable[..., Any]
+    choices: tuple[tuple[str, str, Any], ...] = ()
+
+    def values(self, snapshot: Any, *choices: Any) -> list:
+        """The outputs' values, one per output."""
+        drawn = self.compute(snapshot, *choices)
+        return list(drawn) if len(self.outputs) > 1 else [drawn]
+
+    def for_push(self, snapshot: Any) -> dict:
+        """The outputs drawn with the default choices, as push.js sets them: [[id, prop, value]],
+        and the choices they were drawn with ({"id.prop": value})."""
+        values = self.values(snapshot, *(default for _, _, default in self.choices))
+        return {"name": self.name, "props": [[i, prop, value] for (i, prop), value in zip(self.outputs, values)],
+                "choices": {f"{i}.{prop}": default for i, prop, default in self.choices}}
+
+
+@dataclass(frozen=True)
 class PageReaders:
     """Gold whole (small: a row per window; the page needs all its days), and corrections,
     too-late trades and gold's change history of one day at a time (they grow for ever)."""
@@ -71,12 +96,12 @@ class PageContext:
             self._days_of.update(gold=gold, days=trading_days(gold))
         return self._days_of["days"]
 
-    def drawn(self, name: str, compute: Callable[..., Any], snapshot: Any, *args: Any) -> Any:
-        """compute(snapshot, *args): the outputs of a panel drawn from the snapshot store, worked
-        out once per push for every page (push.Publisher.shared); without a publisher, now."""
+    def drawn(self, drawing: Drawing, snapshot: Any, *choices: Any) -> Any:
+        """A panel's outputs drawn from the snapshot store and the page's choices, worked out once
+        per push for every page (push.Publisher.shared); without a publisher, now."""
         if self.push is None:
-            return compute(snapshot, *args)
-        return self.push.shared(name, compute, snapshot, *args)
+            return drawing.compute(snapshot, *choices)
+        return self.push.shared(drawing.name, drawing.compute, snapshot, *choices)
 
     def shown_day(self, day: str | None) -> str | None:
         """The day the page shows for the picker's choice (see pick_day)."""

@@ -2,6 +2,8 @@
 
 TICK = "tick"
 SNAPSHOT = "snapshot"
+DRAW = "draw-from-snapshot"  # moved with SNAPSHOT by the server: the panels drawn from it redraw
+CHART_DRAW = "draw-chart"  # moved by push.js: the chart alone redraws (its choices are not the push's)
 CHART = "trade-summary-chart"
 CHART_MODE = "chart-mode"
 STATUS_LINE = "status-line"
@@ -63,6 +65,7 @@ CHAOS_MESSAGE = "chaos-message"
 
 # The time machine: the chart as it stood at an instant of the shown day, from gold's change history.
 TM_SLIDER = "time-machine-slider"  # the instant, in epoch seconds, over the day's changes
+TM_CHOSEN = "time-machine-chosen"  # the slider's value, passed on only when it means another instant
 TM_PLAY = "time-machine-play"
 TM_SPEED = "time-machine-speed"  # how fast Play goes: 1, 10, 60 or 600 times the wall clock
 TM_PLAY_TICK = "time-machine-play-tick"

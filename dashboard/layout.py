@@ -44,6 +44,8 @@ def build_layout(refresh_ms: int, producer_enabled: bool | None, simulation: Sim
             ids.TAB_EXPORT: [panels.export.layout()],
         }),
         dcc.Store(id=ids.SNAPSHOT),
+        dcc.Store(id=ids.DRAW, data=0),
+        dcc.Store(id=ids.CHART_DRAW, data=0),
         dcc.Store(id=ids.QUARANTINE_STORE),
         dcc.Store(id=ids.RECONCILE_RESULT),
         dcc.Interval(id=ids.TICK, interval=refresh_ms, n_intervals=0),

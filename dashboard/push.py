@@ -22,7 +22,7 @@ import math
 import threading
 import time
 import uuid
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from typing import Any, Callable, Iterator
 
 import flask
@@ -31,6 +31,8 @@ from plotly.io.json import to_json_plotly
 
 from dashboard import ids
 from dashboard.context import PageContext
+from dashboard.panel_cache import PanelCache, plain
+from dashboard.panels import DRAWN_FROM_SNAPSHOT
 from dashboard.panels.quarantine import quarantine_view
 from dashboard.refresh import view_snapshot
 
@@ -44,14 +46,15 @@ KEEP_ALIVE_S = 15.0  # a comment this often: a closed page is noticed at the nex
 STREAM_S = 600.0  # a stream says bye and ends then, and EventSource reconnects: no thread waits for ever
 RETRY_MS = 1000  # how soon EventSource reconnects after the connection drops
 KEPT_PUSHES = 8  # the newest pushes kept to draw from: a page a few pushes behind is still shared
-PANEL_ENTRIES = 256  # a few callbacks x a few pushes x the choices pages make (chart mode...)
-WAIT_S = 10.0  # a page waiting for another's drawing of a push draws it itself after this
 
 INDICATOR_STYLE = {"position": "fixed", "top": "8px", "right": "12px", "zIndex": 1000, "padding": "2px 10px",
                    "borderRadius": "10px", "fontSize": "12px", "background": "#eceff1", "color": "#37474f"}
 LIVE_STYLE = {**INDICATOR_STYLE, "background": "#e8f5e9", "color": "#1b5e20"}
 DOWN_STYLE = {**INDICATOR_STYLE, "background": "#fff3e0", "color": "#e65100"}
 
+
+# The page's choices the pushed panels are drawn with (push.js compares the page's own with them).
+CHOICES = tuple(dict.fromkeys((i, prop) for drawing in DRAWN_FROM_SNAPSHOT for i, prop, _ in drawing.choices))
 
 # What a push carries besides the snapshot (for the page's other stores and ticks).
 PAGE_PARTS = ("quarantine", "quarantine_changes", "filter_changes")
@@ -74,6 +77,19 @@ def news(snapshot: dict | None) -> dict | None:
               if before is None or sample["lag"] != before["lag"]]
     told = {key: value for key, value in status.items() if key not in ("at", "lag_history")}
     return {**snapshot, "status": {**told, "lag_levels": levels}}
+
+
+def panels_drawn(snapshot: dict) -> list[dict]:
+    """The outputs of each panel drawn from the snapshot, with the default choices (Drawing.for_push):
+    a page in the default view sets them itself (assets/push.js). A panel that fails to draw is
+    left out: the page keeps it as it was, and the log says why."""
+    drawn = []
+    for drawing in DRAWN_FROM_SNAPSHOT:
+        try:
+            drawn.append(drawing.for_push(snapshot))
+        except Exception as exc:  # noqa: BLE001 - one panel's fault must not stop the push
+            log.warning("push: drawing the %s panel failed: %s", drawing.name, exc)
+    return drawn
 
 
 def default_frames(context: PageContext) -> tuple:
@@ -99,56 +115,6 @@ def same_frames(these: tuple, those: tuple) -> bool:
     return len(these) == len(those) and all(a is b for a, b in zip(these, those))
 
 
-def plain(outputs: Any) -> Any:
-    """The outputs as the JSON Dash sends (components as their dicts): kept so, each page's answer
-    is encoded without walking the components again (the most of a shared answer's cost)."""
-    return json.loads(to_json_plotly(outputs))
-
-
-class _Drawing:
-    """One key's outputs, being worked out by the page that asked first (done set when it is)."""
-
-    def __init__(self):
-        self.done, self.ok, self.value = threading.Event(), False, None
-
-
-class PanelCache:
-    """Outputs by key, least recently used out beyond `size`. Single flight: the first caller of a
-    key works it out, callers meanwhile wait for that rather than working it out too (30 pages
-    ask within a few milliseconds of a push). A failure is not kept: each waiter tries itself."""
-
-    def __init__(self, size: int = PANEL_ENTRIES, wait_s: float = WAIT_S):
-        self.size, self.wait_s = size, wait_s
-        self.computations: Counter = Counter()  # per callback name (a key's first part)
-        self._lock = threading.Lock()
-        self._entries: OrderedDict[tuple, _Drawing] = OrderedDict()
-
-    def outputs(self, key: tuple, compute: Callable[[], Any]) -> Any:
-        with self._lock:
-            entry = self._entries.get(key)
-            first = entry is None
-            if entry is None:
-                entry = self._entries[key] = _Drawing()
-                while len(self._entries) > self.size:
-                    self._entries.popitem(last=False)
-            else:
-                self._entries.move_to_end(key)
-        if not first:
-            entry.done.wait(self.wait_s)
-            return entry.value if entry.ok else compute()
-        try:
-            entry.value, entry.ok = compute(), True
-            with self._lock:
-                self.computations[key[0]] += 1
-            return entry.value
-        finally:
-            if not entry.ok:
-                with self._lock:
-                    if self._entries.get(key) is entry:
-                        del self._entries[key]
-            entry.done.set()
-
-
 class Publisher:
     """The default view's snapshot (status included), pushed when it changes: a look every
     poll_s while a page is connected; a new gold version is pushed at once (once the last push
@@ -169,6 +135,7 @@ class Publisher:
         self._seq, self._payload = 0, ""
         self._snapshot: dict | None = None
         self._told: dict | None = None  # news(self._snapshot)
+        self._panels: list[dict] = []  # the last push's panels_drawn
         self._push_id = ""
         self._pushed_at = -math.inf
         self._pushed_gold: Any = None  # gold's frame as of the last push
@@ -258,7 +225,9 @@ class Publisher:
             # work by it (shared), and push.js leaves the store alone when only the rest moved.
             same_view = self._snapshot is not None and view_part(snapshot) == view_part(self._snapshot)
             push_id = self._push_id if same_view else f"{self.epoch}-{self._seq + 1}"
-            payload = to_json_plotly({**snapshot, "push_id": push_id})
+            if not same_view:
+                self._panels = panels_drawn(view_part(snapshot))
+            payload = to_json_plotly({**snapshot, "push_id": push_id, "panels": self._panels})
             with self._changed:
                 self._seq, self._payload, self._snapshot, self._told = self._seq + 1, payload, snapshot, told
                 if not same_view:
@@ -374,7 +343,8 @@ def event_stream(publisher: Publisher, last_event_id: str | None = None, stream_
 def layout() -> list:
     """The stores push.js writes, what it is told, and the connection indicator (fixed in a corner)."""
     config = {"url": EVENTS_PATH, "pushed": ids.PUSHED, "tick": ids.TICK, "filterTick": ids.FILTER_TICK,
-              "state": ids.PUSH_STATE, "retryMs": RETRY_MS, "liveStyle": LIVE_STYLE, "downStyle": DOWN_STYLE}
+              "state": ids.PUSH_STATE, "retryMs": RETRY_MS, "liveStyle": LIVE_STYLE, "downStyle": DOWN_STYLE,
+              "choices": [f"{i}.{prop}" for i, prop in CHOICES]}
     return [dcc.Store(id=ids.PUSHED), dcc.Store(id=ids.PUSH_CONFIG, data=config),
             html.Span("Connecting…", id=ids.PUSH_STATE, style=INDICATOR_STYLE, title="The page's live connection")]
 
@@ -402,8 +372,9 @@ def register(app: Dash, publisher: Publisher) -> None:
     # change of the newest day's channels and symbols moves the options' tick.
     app.clientside_callback(ClientsideFunction("push", "follow"), Output(ids.SNAPSHOT, "data", allow_duplicate=True),
                             Output(ids.TICK, "n_intervals"), Output(ids.QUARANTINE_STORE, "data", allow_duplicate=True),
-                            Output(ids.FILTER_TICK, "n_intervals"), Input(ids.PUSHED, "data"),
-                            Input(ids.DAY_PICKER, "value"), Input(ids.CHANNEL_FILTER, "value"),
-                            Input(ids.SYMBOL_FILTER, "value"), State(ids.TICK, "n_intervals"),
-                            State(ids.QUARANTINE_REASON, "value"), State(ids.FILTER_TICK, "n_intervals"),
-                            prevent_initial_call=True)
+                            Output(ids.FILTER_TICK, "n_intervals"), Output(ids.CHART_DRAW, "data"),
+                            Input(ids.PUSHED, "data"), Input(ids.DAY_PICKER, "value"),
+                            Input(ids.CHANNEL_FILTER, "value"), Input(ids.SYMBOL_FILTER, "value"),
+                            State(ids.TICK, "n_intervals"), State(ids.QUARANTINE_REASON, "value"),
+                            State(ids.FILTER_TICK, "n_intervals"), State(ids.CHART_DRAW, "data"),
+                            *(State(i, prop) for i, prop in CHOICES), prevent_initial_call=True)

@@ -9,7 +9,7 @@ live connection is down) the default view's is the publisher's (push.Publisher.d
 
 from __future__ import annotations
 
-from dash import Dash, Input, Output, ctx
+from dash import Dash, Input, Output, State, ctx
 from dash.exceptions import PreventUpdate
 
 from dashboard import ids
@@ -48,9 +48,12 @@ def needs_own_snapshot(default_view: bool, by_tick: bool) -> bool:
 
 
 def register(app: Dash, context: PageContext) -> None:
-    @app.callback(Output(ids.SNAPSHOT, "data"), Input(ids.TICK, "n_intervals"), Input(ids.DAY_PICKER, "value"),
-                  Input(ids.CHANNEL_FILTER, "value"), Input(ids.SYMBOL_FILTER, "value"))
-    def refresh_snapshot(_tick, day, channel, symbol):
+    # DRAW moves with the store: the panels drawn from it take it as State, so that push.js can
+    # fill the store and set their outputs itself, with no request.
+    @app.callback(Output(ids.SNAPSHOT, "data"), Output(ids.DRAW, "data"), Input(ids.TICK, "n_intervals"),
+                  Input(ids.DAY_PICKER, "value"), Input(ids.CHANNEL_FILTER, "value"), Input(ids.SYMBOL_FILTER, "value"),
+                  State(ids.DRAW, "data"))
+    def refresh_snapshot(_tick, day, channel, symbol, draws):
         # The page's choices as the dropdowns give them: a text each, or none. Anything else is
         # ignored (the latest day, every channel and symbol) rather than failing the refresh.
         day, channel, symbol = (choice(value) for value in (day, channel, symbol))
@@ -59,8 +62,9 @@ def register(app: Dash, context: PageContext) -> None:
             raise PreventUpdate
         # The default view on the tick (every page at once after a restart, or polling while the
         # push is down) is the publisher's: worked out once per change for them all.
+        draw = (draws if isinstance(draws, int) else 0) + 1
         if default_view and context.push is not None:
-            return context.push.default_snapshot()
+            return context.push.default_snapshot(), draw
         snapshot = view_snapshot(context, day, channel, symbol)
         snapshot["status"] = context.status()
-        return snapshot
+        return snapshot, draw

@@ -16,9 +16,13 @@ from dashboard.panels import (
 )
 
 __all__ = ["chart", "corrections", "exactly_once", "export", "health", "kpis", "producer", "quarantine",
-           "reconciliation", "tabs", "time_machine", "too_late", "WITH_CALLBACKS"]
+           "reconciliation", "tabs", "time_machine", "too_late", "WITH_CALLBACKS", "DRAWN_FROM_SNAPSHOT"]
 
 # The panels with callbacks, in page order (the too-late list has none of its own: the
 # corrections panel's callback draws it, with the rest of the late data, in one request).
 WITH_CALLBACKS = (kpis, chart, time_machine, export, producer, corrections, tabs, quarantine, reconciliation,
                   exactly_once, health)
+
+# The panels drawn from the snapshot store alone (and the page's choices): the push carries their
+# outputs, which a page in the default view sets with no request (assets/push.js).
+DRAWN_FROM_SNAPSHOT = (kpis.DRAWING, chart.DRAWING, corrections.DRAWING, health.DRAWING, time_machine.SLIDER)

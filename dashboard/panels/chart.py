@@ -9,7 +9,7 @@ import pandas as pd
 from dash import Dash, Input, Output, State, dcc, html, no_update
 
 from dashboard import figures, ids
-from dashboard.context import PageContext
+from dashboard.context import Drawing, PageContext
 from dashboard.inputs import choice
 
 # How often the channel and symbol options are refreshed from silver (and at page load and a
@@ -68,9 +68,15 @@ def first_reported_shown(value) -> bool:
     return isinstance(value, list) and "on" in value
 
 
-def live_figure(snapshot, mode, first_reported: bool) -> dict:
+def live_figure(snapshot, mode, first_reported) -> dict:
+    """The live chart of the snapshot store, in the chart mode and with the "as first reported"
+    checklist's value chosen."""
     return figures.summary_figure(snapshot if isinstance(snapshot, dict) else None, mode,
-                                  first_reported=first_reported)
+                                  first_reported=first_reported_shown(first_reported))
+
+
+DRAWING = Drawing("chart", ((ids.CHART, "figure"),), live_figure,
+                  choices=((ids.CHART_MODE, "value", ids.MODE_WINDOW), (ids.FIRST_REPORTED, "value", [])))
 
 
 def register(app: Dash, context: PageContext) -> None:
@@ -87,7 +93,9 @@ def register(app: Dash, context: PageContext) -> None:
         return tuple(no_update if new == (shown or []) else new
                      for new, shown in zip(options, (shown_channels, shown_symbols)))
 
-    @app.callback(Output(ids.CHART, "figure"), Input(ids.SNAPSHOT, "data"), Input(ids.CHART_MODE, "value"),
-                  Input(ids.FIRST_REPORTED, "value"))
-    def draw_chart(snapshot, mode, first_reported):
-        return context.drawn("chart", live_figure, snapshot, mode, first_reported_shown(first_reported))
+    # CHART_DRAW: push.js asks for the chart alone, for a page whose chart choices are not the
+    # ones the push drew it with.
+    @app.callback(Output(ids.CHART, "figure"), Input(ids.DRAW, "data"), Input(ids.CHART_DRAW, "data"),
+                  Input(ids.CHART_MODE, "value"), Input(ids.FIRST_REPORTED, "value"), State(ids.SNAPSHOT, "data"))
+    def draw_chart(_draw, _chart_draw, mode, first_reported, snapshot):
+        return context.drawn(DRAWING, snapshot, mode, first_reported)

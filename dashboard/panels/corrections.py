@@ -9,10 +9,10 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta, timezone
 
-from dash import Dash, Input, Output, html
+from dash import Dash, Input, Output, State, html
 
 from dashboard import figures, ids
-from dashboard.context import PageContext
+from dashboard.context import Drawing, PageContext
 from dashboard.formatting import change
 from dashboard.panels.too_late import late_trades_list
 
@@ -74,9 +74,12 @@ def status_and_feeds(snapshot: dict | None) -> tuple:
             late_trades_list(snapshot))
 
 
+DRAWING = Drawing("feeds", ((ids.STATUS_LINE, "children"), (ids.LATE_COUNTERS, "children"),
+                            (ids.CORRECTIONS_FEED, "children"), (ids.LATE_TRADES_LIST, "children")), status_and_feeds)
+
+
 def register(app: Dash, context: PageContext) -> None:
-    @app.callback(Output(ids.STATUS_LINE, "children"), Output(ids.LATE_COUNTERS, "children"),
-                  Output(ids.CORRECTIONS_FEED, "children"), Output(ids.LATE_TRADES_LIST, "children"),
-                  Input(ids.SNAPSHOT, "data"))
-    def draw_status_and_feeds(snapshot):
-        return context.drawn("feeds", status_and_feeds, snapshot)
+    @app.callback(*(Output(i, prop) for i, prop in DRAWING.outputs), Input(ids.DRAW, "data"),
+                  State(ids.SNAPSHOT, "data"))
+    def draw_status_and_feeds(_draw, snapshot):
+        return context.drawn(DRAWING, snapshot)

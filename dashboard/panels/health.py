@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dash import Dash, Input, Output, dcc, html
+from dash import Dash, Input, Output, State, dcc, html
 
 from dashboard import figures, ids
-from dashboard.context import PageContext
+from dashboard.context import Drawing, PageContext
 from dashboard.formatting import feed_table
 
 
@@ -69,8 +69,12 @@ def health_panel(snapshot: dict | None) -> tuple:
     return health_table(snapshot), lag_table(snapshot), figures.lag_sparkline(snapshot)
 
 
+DRAWING = Drawing("health", ((ids.HEALTH_QUERIES, "children"), (ids.KAFKA_LAG, "children"),
+                             (ids.LAG_SPARKLINE, "figure")), health_panel)
+
+
 def register(app: Dash, context: PageContext) -> None:
-    @app.callback(Output(ids.HEALTH_QUERIES, "children"), Output(ids.KAFKA_LAG, "children"),
-                  Output(ids.LAG_SPARKLINE, "figure"), Input(ids.SNAPSHOT, "data"))
-    def draw_health(snapshot):
-        return context.drawn("health", health_panel, snapshot)
+    @app.callback(*(Output(i, prop) for i, prop in DRAWING.outputs), Input(ids.DRAW, "data"),
+                  State(ids.SNAPSHOT, "data"))
+    def draw_health(_draw, snapshot):
+        return context.drawn(DRAWING, snapshot)

@@ -4,10 +4,10 @@ All three come from the snapshot, in one callback and so one request."""
 
 from __future__ import annotations
 
-from dash import Dash, Input, Output, html
+from dash import Dash, Input, Output, State, html
 
 from dashboard import ids
-from dashboard.context import PageContext
+from dashboard.context import Drawing, PageContext
 from dashboard.formatting import money
 from dashboard.panels.chart import chart_note, day_options
 
@@ -34,8 +34,12 @@ def day_and_kpis(snapshot: dict | None) -> tuple:
     return day_options(snapshot), kpi_cards(snapshot), chart_note(snapshot)
 
 
+DRAWING = Drawing("kpis", ((ids.DAY_PICKER, "options"), (ids.KPI_CARDS, "children"), (ids.CHART_NOTE, "children")),
+                  day_and_kpis)
+
+
 def register(app: Dash, context: PageContext) -> None:
-    @app.callback(Output(ids.DAY_PICKER, "options"), Output(ids.KPI_CARDS, "children"),
-                  Output(ids.CHART_NOTE, "children"), Input(ids.SNAPSHOT, "data"))
-    def draw_day_and_kpis(snapshot):
-        return context.drawn("kpis", day_and_kpis, snapshot)
+    @app.callback(*(Output(i, prop) for i, prop in DRAWING.outputs), Input(ids.DRAW, "data"),
+                  State(ids.SNAPSHOT, "data"))
+    def draw_day_and_kpis(_draw, snapshot):
+        return context.drawn(DRAWING, snapshot)

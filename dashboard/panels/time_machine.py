@@ -11,7 +11,7 @@ import pyarrow as pa
 from dash import ClientsideFunction, Dash, Input, Output, State, ctx, dcc, html, no_update
 
 from dashboard import figures, ids
-from dashboard.context import PageContext
+from dashboard.context import Drawing, PageContext
 from dashboard.data import as_of, first_values, history_windows, snapshot_from
 from dashboard.formatting import money
 from dashboard.inputs import choice
@@ -57,6 +57,7 @@ def controls() -> list:
             html.Button("Live", id=ids.TM_LIVE, n_clicks=0, className="time-machine-live"),
             html.Span(LIVE_LABEL, id=ids.TM_LABEL, className="time-machine-label", role="status"),
             dcc.Store(id=ids.AS_OF),
+            dcc.Store(id=ids.TM_CHOSEN),
             dcc.Store(id=ids.REVISION_WINDOW),
             dcc.Interval(id=ids.TM_PLAY_TICK, interval=PLAY_TICK_MS, n_intervals=0, disabled=True),
         ]),
@@ -91,6 +92,10 @@ def live_slider_range(live) -> tuple[int, int, dict, bool]:
     """slider_range of the snapshot store's history_span."""
     span = live.get("history_span") if isinstance(live, dict) else None
     return slider_range(span if isinstance(span, list) and len(span) == 2 else None)
+
+
+SLIDER = Drawing("slider", ((ids.TM_SLIDER, "min"), (ids.TM_SLIDER, "max"), (ids.TM_SLIDER, "marks"),
+                           (ids.TM_SLIDER, "disabled")), live_slider_range)
 
 
 def _seconds(value) -> int | None:
@@ -225,13 +230,13 @@ def register(app: Dash, context: PageContext) -> None:
         figure = figures.summary_figure(past, mode, first_reported=first_reported_shown(first_reported))
         return figures.as_of_figure(figure, past["as_of"].get("label")), AS_OF_SHOWN, HIDDEN
 
-    @app.callback(Output(ids.TM_SLIDER, "min"), Output(ids.TM_SLIDER, "max"), Output(ids.TM_SLIDER, "marks"),
-                  Output(ids.TM_SLIDER, "disabled"), Input(ids.SNAPSHOT, "data"), State(ids.TM_SLIDER, "min"),
-                  State(ids.TM_SLIDER, "max"), State(ids.TM_SLIDER, "disabled"))
-    def spread_slider(live, low, high, disabled):
+    @app.callback(*(Output(i, prop) for i, prop in SLIDER.outputs), Input(ids.DRAW, "data"),
+                  State(ids.SNAPSHOT, "data"), State(ids.TM_SLIDER, "min"), State(ids.TM_SLIDER, "max"),
+                  State(ids.TM_SLIDER, "disabled"))
+    def spread_slider(_draw, live, low, high, disabled):
         """The slider over the shown day's changes (the store's history_span); nothing is sent
         while they span the same."""
-        new = context.drawn("slider", live_slider_range, live)
+        new = context.drawn(SLIDER, live)
         if (new[0], new[1], new[3]) == (low, high, disabled):
             return no_update, no_update, no_update, no_update
         return new
@@ -242,7 +247,11 @@ def register(app: Dash, context: PageContext) -> None:
                             Output(ids.TM_SLIDER, "value", allow_duplicate=True), Input(ids.TM_SLIDER, "max"),
                             State(ids.TM_SLIDER, "disabled"), State(ids.TM_SLIDER, "value"), prevent_initial_call=True)
 
-    @app.callback(Output(ids.AS_OF, "data"), Output(ids.TM_LABEL, "children"), Input(ids.TM_SLIDER, "value"),
+    # The handle following the newest change in Live asks the server nothing (assets/time_machine.js).
+    app.clientside_callback(ClientsideFunction("timeMachine", "choose"), Output(ids.TM_CHOSEN, "data"),
+                            Input(ids.TM_SLIDER, "value"), State(ids.TM_SLIDER, "max"), State(ids.TM_LABEL, "children"))
+
+    @app.callback(Output(ids.AS_OF, "data"), Output(ids.TM_LABEL, "children"), Input(ids.TM_CHOSEN, "data"),
                   State(ids.DAY_PICKER, "value"), State(ids.TM_SLIDER, "max"), State(ids.TM_LABEL, "children"))
     def choose_instant(value, day, high, label):
         """The shown day's snapshot as it stood at the chosen instant (None: Live)."""

@@ -9,7 +9,7 @@ import pytest
 
 from dashboard import ids
 from dashboard.app import create_app
-from dashboard.client import call, decode, store_snapshot
+from dashboard.client import call, chart_choices, decode, from_store, store_snapshot
 from dashboard.data import (
     CORRECTION_COLUMNS,
     GOLD_COLUMNS,
@@ -107,10 +107,7 @@ def test_registered_callbacks_build_three_traces_from_the_gold_table(tmp_path):
     client = app.server.test_client()
     assert client.get("/").status_code == 200
     snapshot = store_snapshot(client)
-    figure = dash_post(client, f"{ids.CHART}.figure",
-                       [{"id": ids.SNAPSHOT, "property": "data", "value": snapshot},
-                        {"id": ids.CHART_MODE, "property": "value", "value": ids.MODE_WINDOW},
-                        {"id": ids.FIRST_REPORTED, "property": "value", "value": []}])[ids.CHART]["figure"]
+    figure = from_store(client, [f"{ids.CHART}.figure"], snapshot, chart_choices())[ids.CHART]["figure"]
     assert [t["name"] for t in figure["data"]] == ["Total buy", "Total sell", "Settlement (buy − sell)"]
     assert decode(figure["data"][1]["y"]) == [400.0, 700.0, 0.0]
 
@@ -164,17 +161,14 @@ def test_callbacks_mark_corrections_list_too_late_trades_and_draw_the_watermark(
     snapshot = store_snapshot(client)
     assert snapshot["counters"] == {"corrections": 1, "late_but_counted": 1, "too_late": 1}
 
-    figure = dash_post(client, f"{ids.CHART}.figure",
-                       [{"id": ids.SNAPSHOT, "property": "data", "value": snapshot},
-                        {"id": ids.CHART_MODE, "property": "value", "value": ids.MODE_WINDOW},
-                        {"id": ids.FIRST_REPORTED, "property": "value", "value": []}])[ids.CHART]["figure"]
+    figure = from_store(client, [f"{ids.CHART}.figure"], snapshot, chart_choices())[ids.CHART]["figure"]
     marker = next(t for t in figure["data"] if t["name"] == "Corrected by late trades")
     assert marker["hovertext"] == ["09:15 window: buy $200.00 → $230.00 at 10:31:05 UTC, 1 late trade"]
     assert any(shape["type"] == "line" and shape["x0"].startswith("2026-03-02T09:40")
                for shape in figure["layout"]["shapes"])
 
-    feeds = call(client, [f"{i}.children" for i in (ids.STATUS_LINE, ids.LATE_COUNTERS, ids.CORRECTIONS_FEED,
-                                                    ids.LATE_TRADES_LIST)], {f"{ids.SNAPSHOT}.data": snapshot})
+    feeds = from_store(client, [f"{i}.children" for i in (ids.STATUS_LINE, ids.LATE_COUNTERS, ids.CORRECTIONS_FEED,
+                                                          ids.LATE_TRADES_LIST)], snapshot)
     text = json.dumps(feeds)
     assert "1 late but counted" in text and "1 too late to count" in text
     assert "$200.00 \\u2192 $230.00" in text and "09:15" in text  # the feed row
@@ -183,9 +177,8 @@ def test_callbacks_mark_corrections_list_too_late_trades_and_draw_the_watermark(
 
 
 def chart(client, snapshot, first_reported: bool, mode=ids.MODE_WINDOW):
-    return call(client, [f"{ids.CHART}.figure"], {
-        f"{ids.SNAPSHOT}.data": snapshot, f"{ids.CHART_MODE}.value": mode,
-        f"{ids.FIRST_REPORTED}.value": ["on"] if first_reported else []})[ids.CHART]["figure"]
+    return from_store(client, [f"{ids.CHART}.figure"], snapshot,
+                      chart_choices(mode, ["on"] if first_reported else []))[ids.CHART]["figure"]
 
 
 def history_rows(changes) -> pa.Table:
@@ -263,8 +256,8 @@ HEALTH = {
 def test_health_panel_shows_each_query_the_lag_per_partition_and_a_failure(tmp_path):
     client = create_app(tmp_path, health=lambda: HEALTH).server.test_client()
     snapshot = store_snapshot(client)
-    panel = call(client, [f"{ids.HEALTH_QUERIES}.children", f"{ids.KAFKA_LAG}.children", f"{ids.LAG_SPARKLINE}.figure"],
-                 {f"{ids.SNAPSHOT}.data": snapshot})
+    panel = from_store(client, [f"{ids.HEALTH_QUERIES}.children", f"{ids.KAFKA_LAG}.children",
+                                f"{ids.LAG_SPARKLINE}.figure"], snapshot)
     text = json.dumps(panel)
     assert "FAILED: StreamingQueryException: boom" in text and "1,210 ms" in text
     assert "36/s" in text or "35/s" in text  # processed rows/s, rounded
@@ -298,8 +291,8 @@ def test_kpi_cards_sum_the_day_with_currency_and_thousands_separators(tmp_path):
     snapshot = store_snapshot(client)
     assert snapshot["kpis"] == {"buy": 1250.0, "sell": 1100.0, "settlement": 150.0, "trades": 6,
                                 "corrections": 1, "too_late": 1}
-    cards = json.dumps(call(client, [f"{ids.DAY_PICKER}.options", f"{ids.KPI_CARDS}.children",
-                                     f"{ids.CHART_NOTE}.children"], {f"{ids.SNAPSHOT}.data": snapshot}))
+    cards = json.dumps(from_store(client, [f"{ids.DAY_PICKER}.options", f"{ids.KPI_CARDS}.children",
+                                           f"{ids.CHART_NOTE}.children"], snapshot))
     for text in ("Total buy", "$1,250", "$1,100", "$150", "Trades counted", "Too late to count"):
         assert text in cards
     assert "Mon 02 Mar 2026" in cards and "Sun 01 Mar 2026" in cards
@@ -333,8 +326,8 @@ def test_drill_down_by_channel_and_symbol_recomputes_windows_from_silver(tmp_pat
     mobile_apple = store_snapshot(client, channel="mobile", symbol="AAPL")
     assert [(w["window_start"][11:16], w["settlement_amount"]) for w in mobile_apple["windows"]] \
         == [("09:00", 10.0), ("09:15", -1.0)]
-    note = call(client, [f"{ids.DAY_PICKER}.options", f"{ids.KPI_CARDS}.children", f"{ids.CHART_NOTE}.children"],
-                {f"{ids.SNAPSHOT}.data": mobile_apple})[ids.CHART_NOTE]["children"]
+    note = from_store(client, [f"{ids.DAY_PICKER}.options", f"{ids.KPI_CARDS}.children", f"{ids.CHART_NOTE}.children"],
+                      mobile_apple)[ids.CHART_NOTE]["children"]
     assert "channel mobile · symbol AAPL" in note and "from silver" in note
 
 

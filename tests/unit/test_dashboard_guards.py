@@ -14,7 +14,7 @@ import pytest
 
 from dashboard import ids
 from dashboard.app import create_app
-from dashboard.client import call
+from dashboard.client import call, chart_choices, from_store, store_snapshot
 from dashboard.panels.producer import SWITCH_INVALID
 from dashboard.panels.reconciliation import CHOOSE_WINDOWS
 from streaming.config import Settings, Simulation, UsageError
@@ -194,11 +194,8 @@ def test_reconcile_with_an_unreadable_snapshot_says_there_is_nothing_to_reconcil
 
 @pytest.mark.parametrize("value", [5, [1], {"a": 1}, True, "on"])
 def test_view_controls_ignore_wrong_values_instead_of_failing(client, value):
-    snapshot = call(client, [f"{ids.SNAPSHOT}.data"], {
-        f"{ids.TICK}.n_intervals": 1, f"{ids.DAY_PICKER}.value": value, f"{ids.CHANNEL_FILTER}.value": value,
-        f"{ids.SYMBOL_FILTER}.value": value})[ids.SNAPSHOT]["data"]
-    figure = call(client, [f"{ids.CHART}.figure"], {f"{ids.SNAPSHOT}.data": snapshot, f"{ids.CHART_MODE}.value": value,
-                                                    f"{ids.FIRST_REPORTED}.value": value})[ids.CHART]["figure"]
+    snapshot = store_snapshot(client, value, value, value)
+    figure = from_store(client, [f"{ids.CHART}.figure"], snapshot, chart_choices(value, value))[ids.CHART]["figure"]
     assert "Waiting for the first trades" in json.dumps(figure)
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from dashboard import ids
 from dashboard.app import create_app
-from dashboard.client import call, store_snapshot
+from dashboard.client import call, from_store, store_snapshot
 from dashboard.data import history_span
 from dashboard.figures import summary_figure
 from dashboard.panels.export import export_name, windows_export
@@ -108,7 +108,7 @@ def choose_state(day=None, high=None, label=None) -> dict:
 
 
 def choose(client, value, day=None, high=None, label=None) -> tuple[dict | None, str]:
-    answer = call(client, CHOOSE_OUTPUTS, {f"{ids.TM_SLIDER}.value": value}, choose_state(day, high, label))
+    answer = call(client, CHOOSE_OUTPUTS, {f"{ids.TM_CHOSEN}.data": value}, choose_state(day, high, label))
     return answer[ids.AS_OF]["data"], answer[ids.TM_LABEL]["children"]
 
 
@@ -119,9 +119,8 @@ def as_of_chart(client, past, first_reported: bool = False) -> dict:
 
 
 def spread(client, live) -> dict:
-    return call(client, [f"{ids.TM_SLIDER}.{p}" for p in ("min", "max", "marks", "disabled")],
-                {f"{ids.SNAPSHOT}.data": live},
-                {f"{ids.TM_SLIDER}.min": 0, f"{ids.TM_SLIDER}.max": 0, f"{ids.TM_SLIDER}.disabled": True})
+    return from_store(client, [f"{ids.TM_SLIDER}.{p}" for p in ("min", "max", "marks", "disabled")], live,
+                      state={f"{ids.TM_SLIDER}.min": 0, f"{ids.TM_SLIDER}.max": 0, f"{ids.TM_SLIDER}.disabled": True})
 
 
 def revisions_drawn(client, click, past=None, on_as_of_chart=False) -> str:

@@ -1,7 +1,7 @@
 """A quiet query's status stays its last batch's: Spark reports every 10 s with no new data, with
 the last batch's id and a new time, and an idle page must not be told anything new (pure)."""
 
-from streaming.jobs.pipeline import ran_a_batch
+from streaming.jobs.pipeline import ran_a_batch, without_a_batch
 
 BATCH = {"batchId": 41, "timestamp": "2026-03-02T10:00:00.000Z", "numInputRows": 12,
          "durationMs": {"addBatch": 180, "getBatch": 0, "latestOffset": 3, "queryPlanning": 9,
@@ -14,3 +14,10 @@ def test_a_report_of_a_batch_that_ran_counts_and_an_idle_one_does_not():
     assert ran_a_batch(BATCH)
     assert not ran_a_batch(IDLE)
     assert not ran_a_batch({})  # no report yet
+
+
+def test_an_idle_report_before_any_batch_tells_no_time_but_keeps_where_the_query_stands():
+    idle = {**IDLE, "sources": [{"endOffset": {"trades": {"0": 5}}}]}
+    quiet = without_a_batch(idle)
+    assert "timestamp" not in quiet and "durationMs" not in quiet
+    assert quiet["sources"] == idle["sources"] and quiet["batchId"] == 41

@@ -1,5 +1,5 @@
 """Many viewers cost what one does: the panels drawn from the snapshot store work a push out once
-for every page (push.PanelCache, context.drawn). A real app on a real Delta lake, called through
+for every page (panel_cache.PanelCache, context.drawn). A real app on a real Delta lake, called through
 Dash's HTTP endpoint as the browser does (dashboard/client.py)."""
 
 from __future__ import annotations
@@ -13,14 +13,16 @@ import pytest
 
 from dashboard import ids
 from dashboard.app import create_app
-from dashboard.client import call, draw_chart, store_snapshot
-from dashboard.push import PanelCache, Publisher
+from dashboard.client import chart_choices, draw_chart, from_store, store_snapshot
+from dashboard.panel_cache import PanelCache
+from dashboard.push import Publisher
 from streaming.lake.store import Lake
 from tests.unit.test_push import DAY, write_window
 
 PANELS = {"chart": 1, "kpis": 1, "feeds": 1, "health": 1, "slider": 1}
 KPIS = [f"{ids.DAY_PICKER}.options", f"{ids.KPI_CARDS}.children", f"{ids.CHART_NOTE}.children"]
 SLIDER = [f"{ids.TM_SLIDER}.min", f"{ids.TM_SLIDER}.max", f"{ids.TM_SLIDER}.marks", f"{ids.TM_SLIDER}.disabled"]
+SLIDER_AT_REST = {f"{ids.TM_SLIDER}.min": 0, f"{ids.TM_SLIDER}.max": 0, f"{ids.TM_SLIDER}.disabled": True}
 
 
 @pytest.fixture
@@ -48,15 +50,13 @@ def page_store(publisher: Publisher) -> dict:
 def draw_page(client, snapshot: dict) -> dict:
     """Every callback drawn from the store, as a page runs them when the store changes."""
     outputs = {"chart": draw_chart(client, snapshot)}
-    store = {f"{ids.SNAPSHOT}.data": snapshot}
     for name, wanted in (("kpis", KPIS),
                          ("feeds", [f"{ids.STATUS_LINE}.children", f"{ids.LATE_COUNTERS}.children",
                                     f"{ids.CORRECTIONS_FEED}.children", f"{ids.LATE_TRADES_LIST}.children"]),
                          ("health", [f"{ids.HEALTH_QUERIES}.children", f"{ids.KAFKA_LAG}.children",
                                      f"{ids.LAG_SPARKLINE}.figure"])):
-        outputs[name] = call(client, wanted, store)
-    outputs["slider"] = call(client, SLIDER, store, {f"{ids.TM_SLIDER}.min": 0, f"{ids.TM_SLIDER}.max": 0,
-                                                     f"{ids.TM_SLIDER}.disabled": True})
+        outputs[name] = from_store(client, wanted, snapshot)
+    outputs["slider"] = from_store(client, SLIDER, snapshot, state=SLIDER_AT_REST)
     return outputs
 
 
@@ -116,8 +116,8 @@ def test_a_store_naming_a_push_is_drawn_from_the_servers_copy_of_that_push(app, 
     client = app.server.test_client()
     forged = copy.deepcopy(page_store(publisher))
     forged["kpis"]["trades"] = 999_999
-    first = call(client, KPIS, {f"{ids.SNAPSHOT}.data": forged})
-    honest = call(client, KPIS, {f"{ids.SNAPSHOT}.data": page_store(publisher)})
+    first = from_store(client, KPIS, forged)
+    honest = from_store(client, KPIS, page_store(publisher))
     assert first == honest and "999,999" not in json.dumps(first)
 
 
@@ -128,7 +128,7 @@ def test_a_push_from_before_a_restart_or_unknown_is_drawn_as_uploaded(app, publi
     old = {**page_store(publisher), "push_id": push_id.format(epoch=publisher.epoch)
            if isinstance(push_id, str) else push_id}
     old["kpis"] = {**old["kpis"], "trades": 424_242}
-    answer = call(client, KPIS, {f"{ids.SNAPSHOT}.data": old})
+    answer = from_store(client, KPIS, old)
     assert "424,242" in json.dumps(answer) and publisher.panels.computations["kpis"] == 0
 
 
@@ -179,3 +179,21 @@ def test_callers_meanwhile_wait_for_the_first_callers_drawing():
     for thread in (first, *others):
         thread.join(10)
     assert results == ["figure"] * 6 and cache.computations["chart"] == 1
+
+
+def test_the_panels_a_push_carries_are_what_the_pages_callbacks_draw_from_it(app, publisher, lake):
+    # Two formulations of one drawing: the publisher's, which a page in the default view sets
+    # with no request (push.js), and the server callback's, run for the same store.
+    write_window(lake, 1, "09:15", 50.0)
+    publisher.check()
+    client = app.server.test_client()
+    store = page_store(publisher)
+    snapshot = {key: value for key, value in store.items() if key != "panels"}
+    drawn = {**draw_page(client, snapshot),  # the chart with the layout's choices, as pushed
+             "chart": from_store(client, [f"{ids.CHART}.figure"], snapshot, chart_choices()),
+             "slider": from_store(client, SLIDER, snapshot, state={**SLIDER_AT_REST, f"{ids.TM_SLIDER}.min": -1})}
+    for panel in store["panels"]:
+        answer = drawn[panel["name"]]
+        for component, prop, value in panel["props"]:
+            assert answer[component][prop] == value, (panel["name"], component, prop)
+    assert {panel["name"] for panel in store["panels"]} == set(PANELS)

@@ -103,7 +103,7 @@ def test_a_change_of_gold_gives_one_push_and_no_change_gives_none(publisher, lak
 def test_the_pushed_snapshot_is_what_the_server_works_out_for_the_default_view(publisher):
     publisher.check()
     expected = view_snapshot(publisher.context, None, None, None)
-    extra = ("status", "quarantine", "quarantine_changes", "filter_changes", "push_id")
+    extra = ("status", "quarantine", "quarantine_changes", "filter_changes", "push_id", "panels")
     shared = {key: value for key, value in pushed(publisher).items() if key not in extra}
     assert shared == json.loads(json.dumps(expected))
     assert pushed(publisher)["push_id"] == f"{publisher.epoch}-{publisher.latest()[0]}"  # the event's id
@@ -347,7 +347,9 @@ def update(client, changed: str, day=None) -> int:
               {"id": ids.CHANNEL_FILTER, "property": "value", "value": None},
               {"id": ids.SYMBOL_FILTER, "property": "value", "value": None}]
     return client.post("/_dash-update-component", json={
-        "output": f"{ids.SNAPSHOT}.data", "outputs": {"id": ids.SNAPSHOT, "property": "data"}, "inputs": inputs,
+        "output": f"..{ids.SNAPSHOT}.data...{ids.DRAW}.data..",
+        "outputs": [{"id": ids.SNAPSHOT, "property": "data"}, {"id": ids.DRAW, "property": "data"}], "inputs": inputs,
+        "state": [{"id": ids.DRAW, "property": "data", "value": 0}],
         "changedPropIds": [changed] if changed else []}).status_code
 
 
