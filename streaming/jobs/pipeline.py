@@ -119,6 +119,12 @@ def ran_a_batch(progress: dict) -> bool:
     return "addBatch" in (progress.get("durationMs") or {})
 
 
+def without_a_batch(progress: dict) -> dict:
+    """An idle report before any batch ran, without the report's own time and duration: no batch
+    to tell of (its offsets stay: where the query stands)."""
+    return {key: value for key, value in progress.items() if key not in ("timestamp", "durationMs")}
+
+
 def query_status(query: StreamingQuery, restarts: int = 0, last_restart_error: str | None = None,
                  sink: MedallionSink | None = None, progress: dict | None = None) -> QueryStatus:
     """sink: the query's, for the watermark now in effect (from every batch done) and any data loss.
@@ -228,7 +234,7 @@ class Pipeline(SparkJob):
         # A quiet query's status stays its last batch's (when it ran, how long it took), so an
         # idle page is pushed nothing.
         return query_status(query, restarts.count, restarts.last_error, self.sinks.get(query.name),
-                            self._last_batches.get(query.name, progress))
+                            self._last_batches.get(query.name) or without_a_batch(progress))
 
     def restart_failed(self, max_restarts: int) -> list[QueryStatus]:
         """Restart each failed query from its checkpoint once its backoff has passed (a batch it
