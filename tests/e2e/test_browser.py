@@ -286,10 +286,13 @@ def test_the_time_machine_plays_back_a_past_day_and_a_clicked_window_shows_its_r
         assert "$100.00" in revisions and "$130.00" in revisions and "late trades" in revisions
 
         page.check("#time-machine-speed input[value='600']")
-        page.click("#time-machine-play")  # to the day's last change, where it stops
-        wait_for(lambda: buys(page, "as-of-chart") == [130.0, 5.0] or None, 30, what="the played-back correction")
+        page.click("#time-machine-play")  # to the day's last change, where it stops: Live, the day as it is
+        wait_for_text(page, "#time-machine-label", "Live", timeout=30_000)
+        page.wait_for_selector("#trade-summary-chart", state="visible", timeout=30_000)
+        wait_for(lambda: buys(page, "trade-summary-chart") == [130.0, 5.0] or None, 30,
+                 what="the played-back correction")
         wait_for_text(page, "#time-machine-play", "Play", timeout=30_000)
-        wait_for_text(page, "#window-revisions", "2 of 2 changes", timeout=30_000)
+        wait_for_text(page, "#window-revisions", "20:15 window: 2 changes", timeout=30_000)
 
         page.click("#time-machine-live")
         wait_for_text(page, "#time-machine-label", "Live", timeout=30_000)
