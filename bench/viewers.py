@@ -1,17 +1,16 @@
 """Simulated viewers of the page, for `python -m bench.live_page`: each does over HTTP what an open
 page's browser asks of the server, without drawing anything.
 
-- A push viewer holds the page's live connection (GET /api/events, server-sent events) and, for
-  each snapshot pushed, runs the server callbacks the page runs on it (assets/push.js copies the
-  push into the snapshot store; the chart, KPI cards, feeds, status, health and the time machine's
-  slider are drawn from it), each uploading the store as the browser does. A viewer still busy
-  with one push draws the newest when it is done, as Dash drops an outdated request.
+- A push viewer holds the page's live connection (GET /api/events, server-sent events) and parses
+  each push, as the page does: the push carries the panels drawn (the chart, KPI cards, feeds,
+  status, health and the time machine's slider), which assets/push.js sets with no request.
 - A poll viewer refreshes the page every 2 s as it did before the push, and as it still does
   while its live connection is down (dashboard/client.refresh_page).
 
 A viewer's update is the time from the page first having newer data (the push's arrival; for a
-poll, the refresh's start) to its last callback answered. Viewers run on threads of a process
-of their own (run_viewers), so the bench's producer and samplers do not share their interpreter.
+poll, the refresh's start) to its last callback answered (for a push, to the push parsed).
+Viewers run on threads of a process of their own (run_viewers), so the bench's producer and
+samplers do not share their interpreter.
 """
 
 from __future__ import annotations
@@ -25,9 +24,8 @@ from typing import Iterator
 import requests
 
 from bench.app_run import REFRESH_S, Page
-from dashboard import ids
-from dashboard.client import call, draw_chart, draw_panels, refresh_page
-from dashboard.push import EVENTS_PATH, view_part
+from dashboard.client import refresh_page
+from dashboard.push import EVENTS_PATH
 
 MODES = ("push", "poll")
 
@@ -45,16 +43,6 @@ def server_events(response: requests.Response) -> Iterator[tuple[str, str]]:
             name = line[6:].strip()
         elif line.startswith("data:"):
             data.append(line[5:].removeprefix(" "))
-
-
-def draw_pushed(page: Page, snapshot: dict, slider: dict) -> None:
-    """The server callbacks a page runs on a snapshot copied from a push."""
-    draw_chart(page, snapshot)
-    draw_panels(page, snapshot)
-    states = {f"{ids.TM_SLIDER}.{prop}": slider.get(prop) for prop in ("min", "max", "disabled")}
-    answer = call(page, [f"{ids.TM_SLIDER}.{prop}" for prop in ("min", "max", "marks", "disabled")],
-                  {f"{ids.SNAPSHOT}.data": snapshot}, states)
-    slider.update({prop: value for prop, value in answer.get(ids.TM_SLIDER, {}).items()})
 
 
 class Viewer:
@@ -77,25 +65,8 @@ class Viewer:
             time.sleep(max(0.0, REFRESH_S - (time.monotonic() - began)))
 
     def run_push(self) -> None:
-        pending: list = []  # [arrival of the oldest undrawn push, newest snapshot]
-        arrived = threading.Condition()
-        listener = threading.Thread(target=self._listen, args=(pending, arrived), daemon=True)
-        listener.start()
-        page, slider = Page(self.port), {}
-        while time.monotonic() < self.ends:
-            with arrived:
-                if not pending and not arrived.wait(timeout=min(1.0, max(0.01, self.ends - time.monotonic()))):
-                    continue
-                first, snapshot = pending
-                pending.clear()
-            try:
-                draw_pushed(page, snapshot, slider)
-                self.updates.append((first, (time.monotonic() - first) * 1000))
-            except Exception as exc:  # noqa: BLE001 - counted; the page goes on
-                self.errors.append(str(exc))
-
-    def _listen(self, pending: list, arrived: threading.Condition) -> None:
-        """The live connection: each push parsed as push.js does, kept for the drawer."""
+        """The live connection: each push parsed as push.js does (its panels are then set in the
+        page, with no request)."""
         session = requests.Session()
         try:
             with session.get(f"http://127.0.0.1:{self.port}{EVENTS_PATH}", stream=True, timeout=(5, 30)) as response:
@@ -104,10 +75,9 @@ class Viewer:
                         return
                     if name != "snapshot":
                         continue
-                    now, snapshot = time.monotonic(), view_part(json.loads(data))
-                    with arrived:
-                        pending[:] = [pending[0] if pending else now, snapshot]
-                        arrived.notify()
+                    arrived = time.monotonic()
+                    json.loads(data)
+                    self.updates.append((arrived, (time.monotonic() - arrived) * 1000))
         except Exception as exc:  # noqa: BLE001 - counted; the stream ending at `ends` is expected
             if time.monotonic() < self.ends:
                 self.errors.append(f"live connection: {exc}")
