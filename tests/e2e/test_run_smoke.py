@@ -2,6 +2,7 @@
 
 import json
 import socket
+import sys
 import urllib.error
 import urllib.request
 
@@ -13,7 +14,7 @@ from bench.sampling import child_pids
 from streaming.kafka.broker import EmbeddedBroker
 from tests.support.corpus import trade
 from tests.support.kafka import TopicWriter, free_port
-from tests.support.process import RunPy
+from tests.support.process import REPO, Command, RunPy
 from tests.support.waiting import wait_for
 
 
@@ -176,3 +177,25 @@ def test_missing_java_is_a_clear_error(tmp_path):
                 env={"JAVA_HOME": str(tmp_path / "no-jdk")})
     assert app.wait(60) == 1
     assert "Java is required by Spark" in app.output and "Traceback" not in app.output
+
+
+def test_relative_paths_are_taken_from_the_directory_run_py_starts_in(tmp_path):
+    # The broker's JVM runs in its own data dir and Spark's in another: a relative path handed on
+    # as given would point elsewhere (the README's own `python run.py` died so).
+    desk, port = tmp_path / "desk", free_port()
+    desk.mkdir()
+    app = Command([sys.executable, str(REPO / "run.py"), "--no-dashboard", "--no-producer", "--data-dir", "lake",
+                   "--broker-dir", "kafka", "--checkpoint-dir", "ck", "--broker-port", str(port)], cwd=desk)
+    try:
+        app.wait_for_line("query 'medallion' started", 180)
+        TopicWriter(f"127.0.0.1:{port}", "trades").send(trade("r1", "BUY", 2, 10.0, "2026-03-02T09:05:00Z"))
+        gold = desk / "lake" / "gold" / "trade_summary"
+        wait_for(lambda: (gold / "_delta_log").exists() and len(DeltaTable(str(gold)).to_pandas()) == 1, 90,
+                 what="the trade in gold under the start directory")
+        code, _ = app.terminate()
+        assert code == 0, app.output
+    finally:
+        app.kill()
+        EmbeddedBroker(desk / "kafka", 0).stop()
+    assert (desk / "kafka" / "server.properties").exists() and (desk / "ck" / "medallion").is_dir()
+    assert not (REPO / "lake").exists() and not (desk / "kafka" / "kafka").exists()
