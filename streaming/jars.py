@@ -88,8 +88,17 @@ class FetchProgress:
         self.live = bool(getattr(self.stream, "isatty", lambda: False)())
         self.started = self.shown = clock()
         self.downloaded = 0.0  # bytes Maven fetched from the registry (nothing once cached)
-        self.jars = 0
-        self.size = 0  # bytes of the jars copied into lib/
+        self.copied: list[Path] = []  # the jars Maven has said it copies into lib/
+        self.total: int | None = None  # bytes of all of them, once Maven is done
+
+    @property
+    def jars(self) -> int:
+        return len(self.copied)
+
+    @property
+    def size(self) -> int:
+        """Bytes of the jars copied so far (Maven names each before it copies it)."""
+        return self.total if self.total is not None else sum(_size(jar) for jar in self.copied)
 
     def line(self) -> str:
         fetched = f", {mib(self.downloaded)} downloaded" if self.downloaded else ""
@@ -102,8 +111,7 @@ class FetchProgress:
             self.downloaded += float(downloaded.group(1)) * _UNIT_BYTES[downloaded.group(2)]
         copied = COPIED.search(maven_line)
         if copied:
-            self.jars += 1
-            self.size += _size(Path(copied.group(1)))
+            self.copied.append(Path(copied.group(1)))
         if self.live:
             self.stream.write("\r\x1b[K" + self.line())
             self.stream.flush()
@@ -112,6 +120,7 @@ class FetchProgress:
             self.echo(self.line())
 
     def done(self) -> str:
+        self.total = self.size
         if self.live:
             self.stream.write("\r\x1b[K")
             self.stream.flush()
