@@ -49,7 +49,8 @@ def needs_own_snapshot(default_view: bool, by_tick: bool) -> bool:
 
 def register(app: Dash, context: PageContext) -> None:
     # DRAW moves with the store: the panels drawn from it take it as State, so that push.js can
-    # fill the store and set their outputs itself, with no request.
+    # fill the store and set their outputs itself, with no request. They are not drawn at the
+    # page's load: a server answer arriving after the first push would draw over it.
     @app.callback(Output(ids.SNAPSHOT, "data"), Output(ids.DRAW, "data"), Input(ids.TICK, "n_intervals"),
                   Input(ids.DAY_PICKER, "value"), Input(ids.CHANNEL_FILTER, "value"), Input(ids.SYMBOL_FILTER, "value"),
                   State(ids.DRAW, "data"))

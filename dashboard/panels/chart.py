@@ -96,6 +96,7 @@ def register(app: Dash, context: PageContext) -> None:
     # CHART_DRAW: push.js asks for the chart alone, for a page whose chart choices are not the
     # ones the push drew it with.
     @app.callback(Output(ids.CHART, "figure"), Input(ids.DRAW, "data"), Input(ids.CHART_DRAW, "data"),
-                  Input(ids.CHART_MODE, "value"), Input(ids.FIRST_REPORTED, "value"), State(ids.SNAPSHOT, "data"))
+                  Input(ids.CHART_MODE, "value"), Input(ids.FIRST_REPORTED, "value"), State(ids.SNAPSHOT, "data"),
+                  prevent_initial_call=True)
     def draw_chart(_draw, _chart_draw, mode, first_reported, snapshot):
         return context.drawn(DRAWING, snapshot, mode, first_reported)

@@ -80,6 +80,6 @@ DRAWING = Drawing("feeds", ((ids.STATUS_LINE, "children"), (ids.LATE_COUNTERS, "
 
 def register(app: Dash, context: PageContext) -> None:
     @app.callback(*(Output(i, prop) for i, prop in DRAWING.outputs), Input(ids.DRAW, "data"),
-                  State(ids.SNAPSHOT, "data"))
+                  State(ids.SNAPSHOT, "data"), prevent_initial_call=True)
     def draw_status_and_feeds(_draw, snapshot):
         return context.drawn(DRAWING, snapshot)

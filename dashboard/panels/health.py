@@ -75,6 +75,6 @@ DRAWING = Drawing("health", ((ids.HEALTH_QUERIES, "children"), (ids.KAFKA_LAG, "
 
 def register(app: Dash, context: PageContext) -> None:
     @app.callback(*(Output(i, prop) for i, prop in DRAWING.outputs), Input(ids.DRAW, "data"),
-                  State(ids.SNAPSHOT, "data"))
+                  State(ids.SNAPSHOT, "data"), prevent_initial_call=True)
     def draw_health(_draw, snapshot):
         return context.drawn(DRAWING, snapshot)

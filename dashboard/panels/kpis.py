@@ -40,6 +40,6 @@ DRAWING = Drawing("kpis", ((ids.DAY_PICKER, "options"), (ids.KPI_CARDS, "childre
 
 def register(app: Dash, context: PageContext) -> None:
     @app.callback(*(Output(i, prop) for i, prop in DRAWING.outputs), Input(ids.DRAW, "data"),
-                  State(ids.SNAPSHOT, "data"))
+                  State(ids.SNAPSHOT, "data"), prevent_initial_call=True)
     def draw_day_and_kpis(_draw, snapshot):
         return context.drawn(DRAWING, snapshot)

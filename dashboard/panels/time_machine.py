@@ -232,7 +232,7 @@ def register(app: Dash, context: PageContext) -> None:
 
     @app.callback(*(Output(i, prop) for i, prop in SLIDER.outputs), Input(ids.DRAW, "data"),
                   State(ids.SNAPSHOT, "data"), State(ids.TM_SLIDER, "min"), State(ids.TM_SLIDER, "max"),
-                  State(ids.TM_SLIDER, "disabled"))
+                  State(ids.TM_SLIDER, "disabled"), prevent_initial_call=True)
     def spread_slider(_draw, live, low, high, disabled):
         """The slider over the shown day's changes (the store's history_span); nothing is sent
         while they span the same."""
