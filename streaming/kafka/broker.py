@@ -157,8 +157,18 @@ class EmbeddedBroker:
         state = self._running_state()
         return int(state["port"]) if state else None
 
-    def start(self) -> None:
-        """Start the broker (formatting its storage the first time) and return once it answers."""
+    def log_end(self) -> str:
+        """The last lines of its server.log, for a message about how it ended."""
+        return _log_end(self.data_dir / SERVER_LOG)
+
+    def ended(self) -> int | None:
+        """How the JVM this object started ended (its exit code, or minus the signal that killed
+        it); None while it runs, and for a broker it reused or has not started."""
+        return self._process.poll() if self._process is not None else None
+
+    def start(self, timeout_s: float = START_TIMEOUT_S) -> None:
+        """Start the broker (formatting its storage the first time) and return once it answers,
+        within timeout_s; a broker this object started that has ended is started again."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         state = self._running_state()
         if state is not None:
@@ -195,7 +205,7 @@ class EmbeddedBroker:
         (self.data_dir / STATE).write_text(json.dumps(
             {"pid": self._pid, "port": self.port, "controller_port": controller_port}) + "\n")
         try:
-            self._wait_until_up(process, began + START_TIMEOUT_S)
+            self._wait_until_up(process, began + timeout_s)
         except BrokerError:
             self._end(self._pid, quiet=True)
             (self.data_dir / STATE).unlink(missing_ok=True)
@@ -235,7 +245,7 @@ class EmbeddedBroker:
 
         from streaming.kafka import clients
 
-        admin = None
+        admin, began = None, time.monotonic()
         while time.monotonic() < deadline:
             if process.poll() is not None:
                 raise self._failed(f"exited with code {process.returncode}")
@@ -252,7 +262,7 @@ class EmbeddedBroker:
                     pass
             time.sleep(0.2)
         else:
-            raise self._failed(f"did not answer within {START_TIMEOUT_S:.0f} s")
+            raise self._failed(f"did not answer within {deadline - began:.0f} s")
         self._wait_for_a_producer_id(process, deadline)
 
     def _wait_for_a_producer_id(self, process: subprocess.Popen, deadline: float) -> None:
@@ -272,7 +282,7 @@ class EmbeddedBroker:
             if process.poll() is not None:
                 raise self._failed(f"exited with code {process.returncode}")
             if time.monotonic() > deadline:
-                raise self._failed(f"gave no producer id within {START_TIMEOUT_S:.0f} s")
+                raise self._failed("gave no producer id in time")
             producer.poll(0.05)
 
     def _failed(self, what: str) -> BrokerError:

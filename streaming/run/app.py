@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from werkzeug.serving import BaseWSGIServer
 
     from streaming.jobs.pipeline import Pipeline
+    from streaming.kafka.supervisor import BrokerSupervisor
     from streaming.run.health import HealthMonitor
     from streaming.simulation.simulator import TradeSimulator
 
@@ -45,6 +46,7 @@ class App(Command[Settings]):
         self.simulator: TradeSimulator | None = None
         self.pipeline: Pipeline | None = None
         self.health: HealthMonitor | None = None
+        self.supervisor: BrokerSupervisor | None = None  # the embedded broker's watch, when there is one
         self.web: BaseWSGIServer | None = None
         self.instance = InstanceLock(settings.lock_file)
         self._catch_up_logged_at = float("-inf")  # when progress through a backlog was last logged
@@ -62,6 +64,7 @@ class App(Command[Settings]):
             raise StartupError(f"port {s.port} on {s.host} is already in use, so the dashboard cannot start: "
                                "choose another with --port N")
         self._start_kafka()
+        self._supervise_broker()
         self._check_stop()
 
         if not s.available_now:
@@ -91,6 +94,12 @@ class App(Command[Settings]):
         except StorageUnreachable as exc:
             raise StartupError(f"{exc}. Check the bucket, the credentials and the endpoint (AWS_*, AZURE_*, "
                                "GOOGLE_* variables or --storage-option)") from None
+
+    def _supervise_broker(self) -> None:
+        from streaming.kafka.supervisor import BrokerSupervisor
+
+        if self.broker is not None:
+            self.supervisor = BrokerSupervisor(self.broker).start()
 
     def _start_simulator(self) -> None:
         from streaming.simulation.market import resume_market_time
@@ -130,7 +139,7 @@ class App(Command[Settings]):
             return resume_point(pipeline.lake, pipeline.checkpoints.query(name), s.watermark)
 
         self.health = HealthMonitor(pipeline.status, producer, EndOffsets(s.kafka_client_config(), s.topic),
-                                    resume=resume).start()
+                                    resume=resume, broker=self.supervisor.status if self.supervisor else None).start()
         if s.replay_from is not None:
             from streaming.metrics.counters import METRICS
 
@@ -195,12 +204,16 @@ class App(Command[Settings]):
         assert pipeline is not None and health is not None, "run_until_stopped() comes after start()"
         if self.settings.available_now:
             while any(q.isActive for q in pipeline.queries) and not self.stopping.wait(1.0):
+                if self._broker_gave_up():
+                    return 1
                 self._report_catch_up(health.snapshot())
             return self._report_failures(pipeline, final=True)
         from streaming.run.health import status_line
 
         logged_at_batch = -1
         while not self.stopping.wait(1.0):
+            if self._broker_gave_up():
+                return 1
             failed_for_good = pipeline.restart_failed(self.settings.max_query_restarts)
             if failed_for_good:
                 for query in failed_for_good:
@@ -214,6 +227,13 @@ class App(Command[Settings]):
                 logged_at_batch = batch
                 log.info("status: %s", status_line(snapshot))
         return 0
+
+    def _broker_gave_up(self) -> bool:
+        """The embedded broker ended and could not be started again: the app stops, exit code 1."""
+        failure = self.supervisor.failure if self.supervisor is not None else None
+        if failure is not None:
+            log.error("error: %s", failure)
+        return failure is not None
 
     def _report_catch_up(self, snapshot: dict, every_s: float = 5.0) -> None:
         """While a query works through a backlog: how far along it is, as a progress bar on a TTY
@@ -245,6 +265,8 @@ class App(Command[Settings]):
     def stop(self) -> None:
         TERMINAL.clear_bar()
         log.info("stopping ...")
+        if self.supervisor is not None:  # no restart of a broker on its way down
+            self.supervisor.stop()
         if self.web is not None:
             self.web.shutdown()
         if self.simulator is not None:

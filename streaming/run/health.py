@@ -134,12 +134,15 @@ def total_lag(partitions: list[dict]) -> dict[str, int]:
 class HealthMonitor:
     """Samples every `interval_s`; keeps the total lag of the last `history_s` for a sparkline.
     resume: a query's name -> where it resumes (resume_point), asked once per (re)start of a
-    query that has reported no batch or no watermark yet."""
+    query that has reported no batch or no watermark yet. broker: the embedded broker's
+    supervision (BrokerSupervisor.status), when the run has one."""
 
     def __init__(self, queries: Callable[[], list], producer: Callable[[], DataclassInstance | None],
                  end_offsets: EndOffsets | None, interval_s: float = 2.0, history_s: float = 300.0,
-                 resume: Callable[[str], Resume | None] | None = None):
+                 resume: Callable[[str], Resume | None] | None = None,
+                 broker: Callable[[], dict] | None = None):
         self._queries = queries
+        self._broker = broker
         self._resume = resume
         self._resumes: dict[tuple[str, int], Resume | None] = {}  # by (query name, its restarts)
         self._producer = producer
@@ -192,6 +195,7 @@ class HealthMonitor:
             "queries": queries,
             "producer": dataclasses.asdict(producer) if producer is not None else None,
             "kafka": kafka,
+            "broker": self._broker() if self._broker is not None else None,
         }
         with self._lock:
             snapshot["catch_up"], self._backlogs = catch_up(queries, kafka["total_lag"], self._backlogs)
@@ -216,7 +220,7 @@ class HealthMonitor:
 
     def snapshot(self) -> dict:
         with self._lock:
-            return self._latest or {"at": None, "queries": [], "producer": None, "catch_up": {},
+            return self._latest or {"at": None, "queries": [], "producer": None, "catch_up": {}, "broker": None,
                                     "kafka": {"error": None, "partitions": [], "total_lag": {}}, "lag_history": []}
 
 
