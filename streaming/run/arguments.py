@@ -32,6 +32,7 @@ from streaming.run.argument_types import (
     spark_conf_pair,
     true_or_false,
 )
+from streaming.run.users import ROLES
 
 
 class _Parser(argparse.ArgumentParser):
@@ -69,6 +70,15 @@ quarantines it with a reason. The checkpoint remembers the files sent: a restart
 sends no file twice, and files added later are picked up while it runs.
 
 Example: python run.py load --from samples/trading-day --where "channel = 'mobile'" --available-now"""
+USERS_DESCRIPTION = """\
+Who may log in when the app runs with --auth-file FILE: a viewer sees the page and
+reads /api/*; an operator may also act (producer switch and rate, late-trade and
+chaos knobs, backfill). The file holds a salted scrypt hash per user, never a
+password, and is written atomically, readable by its owner only (0600). A running
+app reads it again when it changes.
+
+Example: python run.py users add alice --role operator --auth-file users.txt"""
+USERS_ON_STOP = "Exit code 0 when done, 1 when the file cannot be read or changed, 2 for a usage error."
 LOAD_ON_STOP = "Ctrl-C (SIGINT) or SIGTERM stops between micro-batches; a restart resumes from the checkpoint."
 
 
@@ -169,6 +179,45 @@ def _add_run_arguments(run) -> None:
                           "updates) is down (default: %(default)s)")
     run.add_argument("--log-every", type=positive_int, default=Settings.log_every_batches, metavar="N",
                      help="log a status line every N gold micro-batches (default: %(default)s)")
+
+
+def _add_access_arguments(access) -> None:
+    access.add_argument("--auth-file", type=Path, metavar="FILE",
+                        help="turn logins on with the users in FILE (`python run.py users add NAME --role "
+                             "viewer|operator --auth-file FILE`): browsers log in with a form, scripts with "
+                             "HTTP Basic on every route (default: no logins; only on 127.0.0.1 or localhost)")
+    access.add_argument("--metrics-token-file", type=Path, metavar="FILE",
+                        help="/metrics takes only `Authorization: Bearer <token>` with the token in FILE (its "
+                             "first line, at least 16 characters), as Prometheus' authorization.credentials_file "
+                             "sends it (default: /metrics as the other routes)")
+    access.add_argument("--insecure-no-login", action="store_true",
+                        help="serve an address other than 127.0.0.1, localhost or ::1 with no logins: anyone "
+                             "who reaches the port may act on the run (default: such an address needs --auth-file)")
+
+
+def build_users_parser() -> argparse.ArgumentParser:
+    """`python run.py users add|remove|list`: the users file of --auth-file."""
+    parser = _Parser(prog="python run.py users", formatter_class=argparse.RawDescriptionHelpFormatter,
+                     description=USERS_DESCRIPTION, epilog=USERS_ON_STOP)
+    commands = parser.add_subparsers(dest="action", metavar="{add,remove,list}", required=True,
+                                     parser_class=_Parser)
+    add = commands.add_parser("add", help="add a user (asks for the password twice)",
+                              description="Add a user, with the password asked twice at the terminal or read "
+                                          "from stdin (--password-stdin).")
+    add.add_argument("name", metavar="NAME", help="the user's name")
+    add.add_argument("--role", choices=ROLES, required=True,
+                     help="viewer: sees the page and reads /api/*; operator: may also act")
+    add.add_argument("--password-stdin", action="store_true",
+                     help="read the password from stdin's first line (scripts) instead of asking")
+    remove = commands.add_parser("remove", help="remove a user", description="Remove a user.")
+    remove.add_argument("name", metavar="NAME", help="the user's name")
+    listing = commands.add_parser("list", help="list the users' names and roles",
+                                  description="List the users' names and roles (never their hashes).")
+    for sub in (add, remove, listing):
+        sub.formatter_class = argparse.RawDescriptionHelpFormatter
+        sub.add_argument("--auth-file", type=Path, required=True, metavar="FILE",
+                         help="the users file (created by the first `users add`)")
+    return parser
 
 
 def _add_streaming_arguments(stream) -> None:

@@ -6,7 +6,14 @@ import argparse
 import re
 import sys
 
-from streaming.run.arguments import LOAD_ON_STOP, RUN_ON_STOP, build_load_parser, build_parser
+from streaming.run.arguments import (
+    LOAD_ON_STOP,
+    RUN_ON_STOP,
+    USERS_ON_STOP,
+    build_load_parser,
+    build_parser,
+    build_users_parser,
+)
 from streaming.run.environment import KAFKA_ENV_PREFIX, OFF_WORDS, ON_WORDS, long_flag, variable_of
 
 REGENERATE = "python -m streaming.run.cli_reference > docs/cli.md"
@@ -54,15 +61,16 @@ def _meaning_and_default(parser: argparse.ArgumentParser, action: argparse.Actio
     return help_text, "none"
 
 
-def _group_table(parser: argparse.ArgumentParser, group: argparse._ArgumentGroup) -> list[str]:
+def _group_table(parser: argparse.ArgumentParser, group: argparse._ArgumentGroup,
+                 environment: bool = True) -> list[str]:
     rows = ["| flag | default | meaning | environment |", "|---|---|---|---|"]
     for action in group._group_actions:
         if long_flag(action) is None:
             continue
         meaning, default = _meaning_and_default(parser, action)
         invocation = _invocation(action).replace("|", "\\|")
-        rows.append(f"| `{invocation}` | {_markdown(default)} | {_markdown(meaning)} | "
-                    f"`{variable_of(long_flag(action) or '')}` |")
+        variable = f"`{variable_of(long_flag(action) or '')}`" if environment else "none"
+        rows.append(f"| `{invocation}` | {_markdown(default)} | {_markdown(meaning)} | {variable} |")
     return rows if len(rows) > 2 else []
 
 
@@ -72,6 +80,21 @@ def _command(title: str, parser: argparse.ArgumentParser, on_stop: str) -> list[
         table = _group_table(parser, group)
         if table:
             lines += [f"### {group.title}", "", *table, ""]
+    return lines
+
+
+def _users() -> list[str]:
+    """`python run.py users` and a table per subcommand (add, remove, list)."""
+    parser = build_users_parser()
+    lines = [f"## `{parser.prog}`", "", "```text", parser.description or "", "```", "", USERS_ON_STOP, ""]
+    subcommands = next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
+    for name, sub in subcommands.choices.items():
+        lines += [f"### `{parser.prog} {name} NAME`" if name != "list" else f"### `{parser.prog} {name}`", "",
+                  sub.description or "", ""]
+        for group in sub._action_groups:
+            table = _group_table(sub, group, environment=False)  # `users` reads flags only
+            if table:
+                lines += [*table, ""]
     return lines
 
 
@@ -103,12 +126,14 @@ def render() -> str:
         f"<!-- Generated from streaming/run/arguments.py by `{REGENERATE}`; do not edit by hand "
         "(tests/unit/test_cli_reference.py fails when this page and the parsers differ). -->",
         "",
-        "Every flag of `python run.py` (the app) and `python run.py load` (the loader of trade files), with its "
-        "default and its environment variable. `python run.py --help` and `python run.py load --help` say the same.",
+        "Every flag of `python run.py` (the app), `python run.py load` (the loader of trade files) and `python run.py "
+        "users` (who may log in), with its default and its environment variable. `python run.py --help`, `python "
+        "run.py load --help` and `python run.py users add --help` say the same.",
         "",
         *_environment(),
         *_command("python run.py", build_parser(), RUN_ON_STOP),
         *_command("python run.py load", build_load_parser(), LOAD_ON_STOP),
+        *_users(),
     ]
     return "\n".join(lines).rstrip("\n") + "\n"
 
