@@ -50,7 +50,22 @@ def health_table(snapshot: dict | None):
     losses += [html.P(f"Records Kafka removed before they were read: {q['records_lost']:,} in all (the batch "
                       "ledger counts them per batch).", className="health-data-loss")
                for q in status.get("queries", []) if q.get("records_lost") and not q.get("data_loss")]
-    return [table, *losses, html.P(line, className="health-producer")]
+    return [table, *losses, *broker_lines(status.get("broker")), html.P(line, className="health-producer")]
+
+
+def broker_lines(broker: dict | None) -> list:
+    """The embedded broker's newest restart ('broker restarted at 18:02:11 (exit signal 9)'), or
+    that the broker another command started has ended; nothing for a broker that never ended."""
+    if not broker:
+        return []
+    lines = []
+    if broker.get("restarts"):
+        count = broker["restart_count"]
+        more = f" · {count:,} restarts in this run" if count > 1 else ""
+        lines.append(f"Kafka: {broker['restarts'][-1]['said']}{more}")
+    if broker.get("state") == "ended":
+        lines.append("Kafka: the embedded broker another command started has ended; this app does not restart it.")
+    return [html.P(text, className="health-data-loss") for text in lines]
 
 
 def lag_table(snapshot: dict | None):

@@ -90,6 +90,11 @@ def health_families(snapshot: dict) -> list[Metric]:
         if (seconds := iso_seconds(query.get("watermark"))) is not None:
             watermark.add_metric([query["name"]], seconds)
     families: list[Metric] = [end, committed, lag, unreachable, active, failed, restarts, watermark]
+    broker = snapshot.get("broker")
+    if broker and broker.get("supervised"):  # the embedded broker this app started and keeps up
+        broker_restarts = _counter("broker_restarts", "Restarts of the embedded Kafka broker after it ended by itself")
+        broker_restarts.add_metric([], broker.get("restart_count") or 0)
+        families.append(broker_restarts)
     producer = snapshot.get("producer")
     if producer:
         for name, doc, value in (("producer_sent", "Trades the simulation sent to Kafka", producer["sent"]),

@@ -116,11 +116,15 @@ def test_a_killed_broker_is_brought_back_by_the_app_with_every_acknowledged_trad
         assert broker["state"] == "up" and broker["error"] is None
         assert broker["restarts"][0]["said"].startswith("broker restarted at")
         assert broker["restarts"][0]["said"].endswith("(exit signal 9)")
-        assert all(q["error"] is None for q in api_status(web)["queries"])
+        queries = api_status(web)["queries"]
+        assert all(q["error"] is None for q in queries)
+        metrics = urllib.request.urlopen(f"http://127.0.0.1:{web}/metrics", timeout=10).read().decode()
+        assert "\ntradesummary_broker_restarts_total 1.0\n" in metrics
         print(f"\nkill -> broker back {back_at - killed_at:.1f} s; kill -> first new batch "
               f"{first_batch_at - killed_at:.1f} s; the test's acknowledged trades {len(before) + len(after)} "
               f"({len(before)} before the kill); simulator sent {sent_at_kill} at the kill, {sent} after; "
-              f"restart said: {broker['restarts'][0]}")
+              f"restart said: {broker['restarts'][0]}; query restarts {[q['restarts'] for q in queries]}")
+        print("\n".join(line for line in app.output.splitlines() if "broker" in line or "query" in line))
         code, _ = app.terminate(timeout_s=90)
         assert code == 0, app.output
     finally:

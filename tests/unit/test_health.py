@@ -188,3 +188,23 @@ def test_the_health_panel_says_a_query_is_resuming_from_its_checkpoint_until_its
     shown = shown_of({"status": {"queries": [{**query, "resumed": True}], "producer": None}})
     assert "active, resuming from its checkpoint" in shown and "2026-03-02 10:15:00" in shown
     assert "active" in shown_of({"status": {"queries": [query], "producer": None}})
+
+
+def test_the_health_panel_says_when_the_embedded_broker_was_restarted_and_how_it_ended():
+    from plotly.utils import PlotlyJSONEncoder
+
+    from dashboard.panels.health import health_table
+    from tests.unit.test_dashboard_quarantine import texts
+
+    def shown_of(broker):
+        return " | ".join(texts(json.loads(json.dumps(health_table({"status": {"queries": [], "producer": None,
+                                                                               "broker": broker}}),
+                                                      cls=PlotlyJSONEncoder))))
+
+    said = "broker restarted at 18:02:11 (exit signal 9)"
+    broker = {"supervised": True, "state": "up", "restart_count": 1, "restarts": [{"said": said}], "error": None}
+    assert f"Kafka: {said}" in shown_of(broker)
+    assert f"Kafka: {said} · 3 restarts in this run" in shown_of({**broker, "restart_count": 3})
+    assert "broker restarted" not in shown_of({**broker, "restart_count": 0, "restarts": []})
+    assert "this app does not restart it" in shown_of({**broker, "supervised": False, "state": "ended",
+                                                       "restart_count": 0, "restarts": []})

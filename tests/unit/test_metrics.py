@@ -132,6 +132,15 @@ def test_kafka_unreachable_and_no_producer_show_as_such():
     assert not any(name.startswith("tradesummary_producer") for name, _ in got)
 
 
+def test_the_embedded_brokers_restarts_are_counted_only_where_the_app_supervises_it():
+    broker = {"supervised": True, "state": "up", "restart_count": 1, "restarts": [], "error": None}
+    got = samples(health_families({**SNAPSHOT, "broker": broker}))
+    assert got[("tradesummary_broker_restarts_total", ())] == 1
+    for unsupervised in (None, {**broker, "supervised": False}):  # --bootstrap-servers; a reused broker
+        assert not any(name.startswith("tradesummary_broker") for name, _ in
+                       samples(health_families({**SNAPSHOT, "broker": unsupervised})))
+
+
 def test_an_empty_snapshot_still_scrapes():
     assert samples(health_families({}))[("tradesummary_kafka_unreachable", ())] == 0
 
