@@ -10,12 +10,13 @@ from urllib.parse import urlsplit
 import flask
 from dash import Dash
 
-from dashboard import api, push
+from dashboard import access, api, push
 from dashboard.callbacks import register_callbacks
 from dashboard.context import PageContext, PageReaders
 from dashboard.layout import build_layout
 from dashboard.readers import QuarantineReader, SilverFilterValues
 from streaming.lake.store import Lake
+from streaming.run.users import Logins
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 # The names the dashboard always answers to, on any port.
@@ -27,17 +28,19 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 def create_app(lake: Lake | str | Path, refresh_ms: int = 2000, simulator=None,
                health: Callable[[], dict] | None = None, reconciler=None,
-               allowed_hosts: Iterable[str] = LOCAL_HOSTS) -> Dash:
+               allowed_hosts: Iterable[str] = LOCAL_HOSTS, logins: Logins | None = None) -> Dash:
     """lake: the pipeline's tables (a Lake, or its data dir). simulator, health (a
     HealthMonitor's snapshot) and reconciler are optional: without them the page shows the
     tables, and the controls that need them say they are not available.
     allowed_hosts: host names (or addresses) the dashboard answers to besides LOCAL_HOSTS,
     on any port; wildcard bind addresses such as 0.0.0.0 are ignored. Every other Host, and
-    a state-changing request from a page of another origin, gets 403 (see guard_hosts)."""
+    a state-changing request from a page of another origin, gets 403 (see guard_hosts).
+    logins: the users file and /metrics token (dashboard/access.py); None: open, as on 127.0.0.1."""
     # update_title=None keeps the title as it is while callbacks run (Dash's hint says str only).
     app = Dash(__name__, title="Trade Summary", assets_folder=str(ASSETS),
                update_title=None)  # type: ignore[arg-type]
     guard_hosts(app.server, allowed_hosts)
+    access.install(app.server, logins)  # after the Host guard: a foreign Host is refused before any login
     lake = lake if isinstance(lake, Lake) else Lake(lake)
     readers = PageReaders.of(lake)
 

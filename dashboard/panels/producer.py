@@ -1,6 +1,8 @@
 """The producer controls: the simulation's switch and rate, its late-trade knobs and its chaos knobs.
 
-Each input is checked before the simulator is changed; a wrong value gets a message instead."""
+Each action is checked first against who asks (dashboard/access.py: an operator may act, a viewer
+gets a refusal), then each input before the simulator is changed; a wrong value gets a message
+instead. An action taken is logged with the user's name."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from typing import cast
 
 from dash import Dash, Input, Output, State, dcc, html
 
-from dashboard import ids
+from dashboard import access, ids
 from dashboard.context import PageContext
 from dashboard.formatting import message_class
 from dashboard.inputs import number
@@ -18,7 +20,7 @@ from streaming.config import MAX_BEYOND_MINUTES, MAX_RATE, MIN_RATE, Simulation
 UNAVAILABLE = "The producer simulation is not available in this run."
 SWITCH_INVALID = "The producer switch sent an unexpected value; the simulation is unchanged."
 # How this panel's error messages open; every other message says what was done.
-ERRORS = ("Enter ", UNAVAILABLE, SWITCH_INVALID)
+ERRORS = ("Enter ", UNAVAILABLE, SWITCH_INVALID, access.REFUSED)
 RUNNING, PAUSED = "Simulation running", "Simulation paused"
 
 
@@ -169,8 +171,12 @@ def register(app: Dash, context: PageContext) -> None:
     @app.callback(Output(ids.PRODUCER_SWITCH, "options"), Input(ids.PRODUCER_SWITCH, "value"),
                   prevent_initial_call=True)
     def label_switch(value):
-        """The switch's label follows the box at once (the status line follows the simulator)."""
-        return switch_options(None if simulator is None else bool(switch_value(value)))
+        """The switch's label follows the box at once (the status line follows the simulator); for
+        someone who may not switch, it keeps saying what the simulator does."""
+        if simulator is None:
+            return switch_options(None)
+        may_switch = access.may(access.current_user(), access.PRODUCER)
+        return switch_options(bool(switch_value(value)) if may_switch else simulator.enabled)
 
     for message in (ids.CONTROL_MESSAGE, ids.LATE_MESSAGE, ids.CHAOS_MESSAGE):
         app.callback(Output(message, "className"), Input(message, "children"),
@@ -182,11 +188,15 @@ def register(app: Dash, context: PageContext) -> None:
     def apply_chaos_knobs(_clicks, duplicate_percent, malformed_percent):
         if simulator is None:
             return UNAVAILABLE
+        user, refused = access.check(access.CHAOS_KNOBS)
+        if refused:
+            return refused
         knobs = chaos_knobs(duplicate_percent, malformed_percent)
         if isinstance(knobs, str):
             return knobs
         message = chaos_knobs_message(knobs)
         simulator.configure(**knobs)
+        access.acted(user, f"set the chaos knobs: {message}")
         return message
 
     @app.callback(Output(ids.CONTROL_MESSAGE, "children", allow_duplicate=True),
@@ -194,10 +204,14 @@ def register(app: Dash, context: PageContext) -> None:
     def toggle_producer(value):
         if simulator is None:
             return UNAVAILABLE
+        user, refused = access.check(access.PRODUCER)
+        if refused:
+            return refused
         enabled = switch_value(value)
         if enabled is None:
             return SWITCH_INVALID
         simulator.set_enabled(enabled)
+        access.acted(user, f"turned the producer {'on' if enabled else 'off'}")
         return f"{RUNNING if simulator.enabled else PAUSED}."
 
     @app.callback(Output(ids.CONTROL_MESSAGE, "children"),
@@ -206,11 +220,15 @@ def register(app: Dash, context: PageContext) -> None:
     def apply_rate(_clicks, rate):
         if simulator is None:
             return UNAVAILABLE
+        user, refused = access.check(access.RATE)
+        if refused:
+            return refused
         value = parse_rate(rate)
         if isinstance(value, str):
             return value
         message = f"Rate set to {value:g} trades/s."
         simulator.configure(rate=value)
+        access.acted(user, f"set the producer's rate to {value:g} trades/s")
         return message
 
     @app.callback(Output(ids.LATE_MESSAGE, "children"), Input(ids.LATE_APPLY, "n_clicks"),
@@ -220,10 +238,14 @@ def register(app: Dash, context: PageContext) -> None:
     def apply_late_knobs(_clicks, late_percent, beyond_percent, max_minutes, beyond_minutes):
         if simulator is None:
             return UNAVAILABLE
+        user, refused = access.check(access.LATE_KNOBS)
+        if refused:
+            return refused
         watermark_minutes = simulator.watermark.total_seconds() / 60
         knobs = late_knobs(late_percent, beyond_percent, max_minutes, watermark_minutes, beyond_minutes)
         if isinstance(knobs, str):
             return knobs
         message = late_knobs_message(knobs)  # from the validated numbers, before anything is applied
         simulator.configure(**knobs)
+        access.acted(user, f"set the late-trade knobs: {message}")
         return message

@@ -1,6 +1,7 @@
 """The reconciliation panel: gold against a batch recompute from silver, and a backfill of chosen windows.
 
-Both on demand; a backfill sets final windows to silver's values."""
+Both on demand; a backfill sets final windows to silver's values, so only an operator may ask for
+one (dashboard/access.py), and it is logged with their name. A check only reads."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from datetime import date, datetime, timezone
 import pandas as pd
 from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
 
-from dashboard import ids
+from dashboard import access, ids
 from dashboard.context import PageContext
 from dashboard.data import json_records
 from dashboard.formatting import change, feed_table, message_class, money
@@ -21,7 +22,7 @@ NOT_AVAILABLE = "Reconciliation is not available in this run."
 NOTHING_YET = "Nothing to reconcile yet: the chart has no windows."
 FAILED = "Reconciliation failed: "
 # How this panel's error messages open; "Checked 11 windows at ..." and a backfill's report are not.
-ERRORS = (CHOOSE_WINDOWS, NOT_AVAILABLE, NOTHING_YET, FAILED, "Not available in this run.")
+ERRORS = (CHOOSE_WINDOWS, NOT_AVAILABLE, NOTHING_YET, FAILED, "Not available in this run.", access.REFUSED)
 
 
 def layout(available: bool) -> html.Section:
@@ -128,6 +129,9 @@ def register(app: Dash, context: PageContext) -> None:
     def reconcile(_check, _backfill, chosen, snapshot):
         if reconciler is None:
             return no_update, NOT_AVAILABLE
+        user, refused = access.check(access.BACKFILL)
+        if ctx.triggered_id == ids.BACKFILL_APPLY and refused:
+            return no_update, refused
         day = snapshot_day(snapshot)
         if day is None:
             return None, NOTHING_YET
@@ -140,6 +144,7 @@ def register(app: Dash, context: PageContext) -> None:
         try:
             if starts is not None:
                 message = reconciler.backfill(starts).message() + " "
+                access.acted(user, f"backfilled {len(starts)} window(s) from {starts[0]}: {message.strip()}")
             frame = reconciler.reconcile(day)
         except Exception as exc:  # noqa: BLE001 - shown on the page; the dashboard keeps running
             log.exception("reconciliation failed")

@@ -210,11 +210,13 @@ def read_token(path: Path) -> str:
     return token
 
 
-def session_key(path: Path, from_environment: str | None = None) -> bytes:
+def session_key(path: Path | None, from_environment: str | None = None) -> bytes:
     """The key that signs session cookies: the environment's, else the one kept in `path` (0600),
     made on first use, so sessions outlive a restart."""
     if from_environment:
         return from_environment.encode()
+    if path is None:
+        raise UsersFileError("no session key: give a file for it or TRADE_SUMMARY_SESSION_KEY")
     try:
         return bytes.fromhex(path.read_text().strip())
     except (OSError, ValueError):
