@@ -7,23 +7,25 @@ import sys
 from streaming.run.main import main
 
 
-def create_dashboard(*args):
+def create_dashboard(lake, refresh_ms, simulator, health, reconciler, allowed_hosts, logins=None):
     from dashboard.app import create_app  # imported only when a dashboard is started: --help stays quick
 
-    return create_app(*args)
+    return create_app(lake, refresh_ms, simulator, health, reconciler, allowed_hosts, logins=logins)
 
 
-def serve_metrics(server, scrape, allowed_hosts):
+def serve_metrics(server, scrape, allowed_hosts, logins=None):
     """GET /metrics on the dashboard's Flask server, or (server None, --no-dashboard) on a bare
-    one behind the same Host guard."""
+    one behind the same Host guard and the same logins (or bearer token)."""
     import flask
 
+    from dashboard import access
     from dashboard.api import register_metrics
     from dashboard.app import guard_hosts
 
     if server is None:
         server = flask.Flask("trade-summary-metrics")
         guard_hosts(server, allowed_hosts)
+        access.install(server, logins)
     register_metrics(server, scrape)
     return server
 

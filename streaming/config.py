@@ -215,6 +215,12 @@ class Settings(KafkaTarget):
     storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)
     checkpoint_root: Path | str | None = None  # --checkpoint-dir: a local path or a Hadoop URI
     driver_host: str | None = None  # --driver-host: the address executors reach the driver at
+    # Who may do what (streaming/run/users.py, dashboard/access.py): None is no logins (127.0.0.1 only,
+    # unless insecure_no_login); the session key from TRADE_SUMMARY_SESSION_KEY (else a file per data dir).
+    auth_file: Path | None = None
+    metrics_token_file: Path | None = None
+    insecure_no_login: bool = False
+    session_key: str | None = field(default=None, repr=False)
 
     @property
     def checkpoint_dir(self) -> Path | str:
@@ -239,9 +245,11 @@ class Settings(KafkaTarget):
         storage = (f" (storage options {redact_storage_options(self.storage_options)})"
                    if self.storage_options and not self.data_is_local else "")
         checkpoints = f"; checkpoints in {self.checkpoint_root}" if self.checkpoint_root is not None else ""
+        logins = f"; logins from {self.auth_file}" if self.auth_file is not None else ""
+        token = "; /metrics takes a bearer token" if self.metrics_token_file is not None else ""
         return (
             f"{self.describe_kafka()}; data in {self.data_dir}{storage}{checkpoints}; "
-            f"window {format_duration(self.window)}, watermark {format_duration(self.watermark)}"
+            f"window {format_duration(self.window)}, watermark {format_duration(self.watermark)}{logins}{token}"
         )
 
 

@@ -142,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     """`python run.py`: Kafka, what to run, streaming, producer simulation."""
     parser = _command_parser("python run.py", RUN_DESCRIPTION, RUN_ON_STOP)
     _add_run_arguments(parser.add_argument_group("what to run"))
+    _add_access_arguments(parser.add_argument_group("who may do what"))
     _add_streaming_arguments(parser.add_argument_group("streaming"))
     _add_simulation_arguments(parser.add_argument_group("producer simulation"))
     return parser
@@ -192,7 +193,8 @@ def _add_access_arguments(access) -> None:
                              "sends it (default: /metrics as the other routes)")
     access.add_argument("--insecure-no-login", action="store_true",
                         help="serve an address other than 127.0.0.1, localhost or ::1 with no logins: anyone "
-                             "who reaches the port may act on the run (default: such an address needs --auth-file)")
+                             "who reaches the port may act on the run (default: such an address needs --auth-file, "
+                             "unless --available-now, which serves nothing)")
 
 
 def build_users_parser() -> argparse.ArgumentParser:

@@ -17,9 +17,12 @@ from streaming.lake.locations import is_remote, options_for_tasks
 from streaming.run.argument_types import bootstrap_servers
 from streaming.run.arguments import build_load_parser, build_parser
 from streaming.run.environment import KAFKA_ENV_PREFIX, env_args, kafka_settings
+from streaming.run.users import ADD_USERS, UsersFileError, is_loopback, open_address_refusal, read_token, read_users
 
 # The namespace fields that hold a local path (or a URI, left as it is).
-PATH_FLAGS = ("data_dir", "broker_dir", "checkpoint_dir", "kafka_config", "source_dir", "archive_dir", "checkpoint")
+PATH_FLAGS = ("data_dir", "broker_dir", "checkpoint_dir", "kafka_config", "source_dir", "archive_dir", "checkpoint",
+              "auth_file", "metrics_token_file")
+SESSION_KEY_VARIABLE = "TRADE_SUMMARY_SESSION_KEY"  # signs session cookies; else a key file per data dir
 
 
 def absolute(location: Path | str | None, cwd: Path) -> Path | str | None:
@@ -94,6 +97,25 @@ def _storage(ns: argparse.Namespace, environ: Mapping[str, str]) -> dict:
     return dict(storage_options=options, checkpoint_root=ns.checkpoint_dir)
 
 
+def _access(ns: argparse.Namespace, environ: Mapping[str, str]) -> dict:
+    """Who may do what, checked before anything starts: a users file with users, a usable token,
+    and no address beyond this machine without logins (unless --insecure-no-login)."""
+    if ns.auth_file is not None and ns.insecure_no_login:
+        raise UsageError("--auth-file turns logins on and --insecure-no-login says there are none: give one")
+    try:
+        if ns.auth_file is not None and not read_users(ns.auth_file):
+            raise UsersFileError(f"{ns.auth_file} holds no users: add one with `{ADD_USERS}`")
+        if ns.metrics_token_file is not None:
+            read_token(ns.metrics_token_file)  # read again when the server starts: never kept in the settings
+    except UsersFileError as exc:
+        raise UsageError(str(exc)) from None
+    serves = not ns.available_now  # --available-now serves nothing: no port, nothing to guard
+    if serves and ns.auth_file is None and not ns.insecure_no_login and not is_loopback(ns.host):
+        raise UsageError(open_address_refusal(ns.host))
+    return dict(auth_file=ns.auth_file, metrics_token_file=ns.metrics_token_file,
+                insecure_no_login=ns.insecure_no_login, session_key=environ.get(SESSION_KEY_VARIABLE) or None)
+
+
 def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None,
                    cwd: Path | None = None) -> Settings:
     """Flags and environment -> Settings, every local path absolute against `cwd` (default: the
@@ -109,6 +131,7 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None
         **_kafka_target(ns, environ, parser),
         **_storage(ns, environ),
         **_spark(ns),
+        **_access(ns, environ),
         producer_enabled=not ns.no_producer,
         dashboard_enabled=not ns.no_dashboard,
         host=ns.host,

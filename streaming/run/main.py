@@ -6,11 +6,13 @@ from __future__ import annotations
 import functools
 import sys
 
+from streaming.config import Settings
 from streaming.run.app import App, DashboardFactory, MetricsFactory
 from streaming.run.arguments import build_load_parser, build_parser
 from streaming.run.cli import parse_load_settings, parse_settings
 from streaming.run.command import run_command
 from streaming.run.load_command import Loader
+from streaming.run.users import logins_of
 from streaming.run.users_command import run_users
 
 
@@ -24,5 +26,12 @@ def main(argv: list[str] | None = None, dashboard: DashboardFactory | None = Non
         return run_users(argv[1:])
     if argv[:1] == ["load"]:
         return run_command(Loader, parse_load_settings, build_load_parser, argv[1:], "python run.py load --help")
-    return run_command(functools.partial(App, dashboard=dashboard, metrics=metrics), parse_settings, build_parser, argv,
-                       "python run.py --help")
+    return run_command(functools.partial(_app, dashboard=dashboard, metrics=metrics), parse_settings, build_parser,
+                       argv, "python run.py --help")
+
+
+def _app(settings: Settings, dashboard: DashboardFactory | None, metrics: MetricsFactory | None) -> App:
+    """The App, its web factories given the run's logins (the users file, the /metrics token)."""
+    logins = logins_of(settings)
+    return App(settings, dashboard=functools.partial(dashboard, logins=logins) if dashboard else None,
+               metrics=functools.partial(metrics, logins=logins) if metrics else None)

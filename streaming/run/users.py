@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import os
 import re
 import secrets
@@ -16,6 +17,8 @@ from pathlib import Path
 
 from werkzeug.security import check_password_hash, generate_password_hash
 
+from streaming.config import Settings
+
 VIEWER, OPERATOR = "viewer", "operator"
 ROLES = (VIEWER, OPERATOR)
 HASH_METHOD = "scrypt"  # werkzeug's default: salted, memory-hard
@@ -24,6 +27,7 @@ HEADER = ("# Trade Summary users: NAME:ROLE:HASH a line (salted scrypt hashes, n
           "# Edit with python run.py users add|remove|list --auth-file FILE.\n")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
 ADD_USERS = "python run.py users add NAME --role viewer|operator --auth-file FILE"
+SESSION_KEY_FILE = ".trade-summary-session.key"  # beside the run's lock file: one key per data dir
 
 
 class UsersFileError(ValueError):
@@ -237,3 +241,28 @@ class Logins:
 
     def __repr__(self) -> str:  # the key is a secret
         return f"Logins(users_file={self.users_file}, metrics_token_file={self.metrics_token_file})"
+
+
+def logins_of(settings: Settings) -> Logins:
+    """What the web side needs of a run's settings."""
+    return Logins(settings.auth_file, settings.metrics_token_file, settings.lock_file.with_name(SESSION_KEY_FILE),
+                  settings.session_key)
+
+
+def is_loopback(host: str) -> bool:
+    """127.0.0.1 (any of 127/8), ::1 or localhost: an address only this machine reaches."""
+    host = host.strip().strip("[]").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name may resolve to any address
+
+
+def open_address_refusal(host: str) -> str:
+    """Why the app does not start on `host` with no logins, and the two ways on."""
+    return (f"--host {host} serves the page, its actions, /api/* and /metrics to every machine that reaches it, "
+            "and logins are off, so the app does not start (as Redis' protected mode). Add users with "
+            f"`python run.py users add NAME --role operator --auth-file users.txt` and start with --auth-file "
+            "users.txt; or give --insecure-no-login to serve it open to anyone who reaches the port")
