@@ -20,7 +20,12 @@ import subprocess
 import time
 from pathlib import Path
 
-from streaming.kafka.broker_config import log4j2_properties, new_cluster_id, server_properties
+from streaming.kafka.broker_config import (
+    log4j2_properties,
+    new_cluster_id,
+    offsets_topic_partitions,
+    server_properties,
+)
 
 log = logging.getLogger(__name__)
 
@@ -186,7 +191,8 @@ class EmbeddedBroker:
         java, classpath = _java(), _classpath()
         controller_port = _any_free_port(besides=self.port)
         log_dirs, log4j = self.data_dir / LOG_DIRS, self.data_dir / "log4j2.properties"
-        self._properties.write_text(server_properties(log_dirs, self.port, controller_port))
+        self._properties.write_text(server_properties(log_dirs, self.port, controller_port,
+                                                      offsets_topic_partitions(log_dirs)))
         log4j.write_text(log4j2_properties(self.data_dir / SERVER_LOG))
         command = [java, *JVM_OPTIONS, f"-Dlog4j2.configurationFile={log4j}", "-cp", classpath]
         if not (log_dirs / "meta.properties").exists():

@@ -16,7 +16,17 @@ def new_cluster_id() -> str:
             return cluster_id
 
 
-def server_properties(log_dirs: Path, port: int, controller_port: int) -> str:
+def offsets_topic_partitions(log_dirs: Path) -> int:
+    """The partitions __consumer_offsets has, or is to have: as many as the data dir holds (a
+    `__consumer_offsets-N` directory each; 50, Kafka's default, in a dir from before this
+    setting, which keeps them), else 1. One app's few consumer groups need one partition, where
+    50 preallocate 50 pairs of 10 MiB index files."""
+    held = [path for path in log_dirs.glob("__consumer_offsets-*")
+            if path.is_dir() and path.name.rsplit("-", 1)[1].isdigit()]  # not a '...-delete' one
+    return len(held) or 1
+
+
+def server_properties(log_dirs: Path, port: int, controller_port: int, offsets_partitions: int = 1) -> str:
     """One node that is broker and controller, on 127.0.0.1 only."""
     settings = {
         "process.roles": "broker,controller",
@@ -30,6 +40,8 @@ def server_properties(log_dirs: Path, port: int, controller_port: int) -> str:
         "log.dirs": str(log_dirs),
         # One node: every internal topic has one replica.
         "offsets.topic.replication.factor": "1",
+        # Read when the topic is created, and to place a group's offsets: it must match the topic.
+        "offsets.topic.num.partitions": str(offsets_partitions),
         "transaction.state.log.replication.factor": "1",
         "transaction.state.log.min.isr": "1",
         "share.coordinator.state.topic.replication.factor": "1",
