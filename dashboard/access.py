@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import binascii
 import hmac
-import html
 import logging
 import threading
 import time
@@ -17,7 +16,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import flask
+from dash import html
 from flask.sessions import SecureCookieSessionInterface
+from markupsafe import escape
 
 from streaming.run.users import OPERATOR, Logins, User, UsersFile, read_token, session_key
 
@@ -49,7 +50,10 @@ def refusal(user: User | None, action: str) -> str:
 
 
 def current_user() -> User | None:
-    """The user of the request being served: ANYONE with logins off, None when no one is logged in."""
+    """The user of the request being served: ANYONE with logins off, None when no one is logged in
+    (and outside a request, where no action is taken)."""
+    if not flask.has_request_context():
+        return None
     access = flask.current_app.extensions.get(EXTENSION)
     if access is None or access.users is None:
         return ANYONE
@@ -60,6 +64,13 @@ def check(action: str) -> tuple[User | None, str | None]:
     """(the current user, None) when they may take `action`, else (them, the refusal to show)."""
     user = current_user()
     return user, None if may(user, action) else refusal(user, action)
+
+
+def user_bar(user: User | None) -> list:
+    """The page's corner for a logged-in user: who, their role, and a logout link (nothing with logins off)."""
+    if user is None or user.name is None:
+        return []
+    return [html.Span(className="user", children=[f"{user.name} ({user.role}) · ", html.A("Log out", href="/logout")])]
 
 
 def acted(user: User | None, what: str) -> None:
@@ -206,7 +217,7 @@ form{{display:grid;gap:.6em;min-width:16em}}.error{{color:#b00020}}</style></hea
 
 
 def _login_page(message: str = "", status: int = 200) -> flask.Response:
-    shown = f'<p class="error" role="alert">{html.escape(message)}</p>' if message else ""
+    shown = f'<p class="error" role="alert">{escape(message)}</p>' if message else ""
     return flask.Response(LOGIN_PAGE.format(message=shown), status=status, mimetype="text/html")
 
 

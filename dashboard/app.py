@@ -45,10 +45,12 @@ def create_app(lake: Lake | str | Path, refresh_ms: int = 2000, simulator=None,
     readers = PageReaders.of(lake)
 
     def layout():
+        user = access.current_user()
         if simulator is None:
-            return build_layout(refresh_ms, None, reconcile_available=reconciler is not None)
+            return build_layout(refresh_ms, None, reconcile_available=reconciler is not None, user=user)
         return build_layout(refresh_ms, simulator.enabled, simulator.simulation,
-                            simulator.watermark.total_seconds() / 60, reconcile_available=reconciler is not None)
+                            simulator.watermark.total_seconds() / 60, reconcile_available=reconciler is not None,
+                            user=user)
 
     def status() -> dict:
         """The health snapshot, with the producer's counters read now rather than sampled."""

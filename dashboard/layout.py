@@ -7,15 +7,16 @@ from __future__ import annotations
 
 from dash import dcc, html
 
-from dashboard import ids, panels, push
+from dashboard import access, ids, panels, push
 from streaming.config import Simulation
+from streaming.run.users import User
 
 
 def build_layout(refresh_ms: int, producer_enabled: bool | None, simulation: Simulation | None = None,
-                 watermark_minutes: float | None = None, reconcile_available: bool = False):
+                 watermark_minutes: float | None = None, reconcile_available: bool = False, user: User | None = None):
     """At 1440x900 the producer switch and rate, the KPI cards, the chart and the newest
     corrections fit on one screen; everything else is a tab away (assets/style.css: on a phone
-    the KPI cards and the chart come first)."""
+    the KPI cards and the chart come first). user: who is logged in (named with a logout link)."""
     rate = simulation.rate if simulation is not None else None
     toolbar, chart = panels.chart.layout()
     return html.Div(className="page", children=[
@@ -25,6 +26,7 @@ def build_layout(refresh_ms: int, producer_enabled: bool | None, simulation: Sim
                 html.Span("15-minute windows · buy, sell and settlement, live from Kafka", className="subtitle"),
             ]),
             panels.producer.switch_and_rate(producer_enabled, rate),
+            *access.user_bar(user),
         ]),
         html.Div(id=ids.STATUS_LINE, className="status-line", children="Starting…"),
         panels.kpis.layout(),

@@ -6,6 +6,7 @@ and the page says why, an operator's is logged by name, repeated failed logins g
 from __future__ import annotations
 
 import base64
+import json
 import logging
 
 import flask
@@ -252,3 +253,10 @@ def test_without_a_users_file_everything_stays_open_and_actions_are_still_logged
     with caplog.at_level(logging.INFO, logger="trade-summary"):
         assert _switch(client, ["on"]) == "Simulation running."
     assert "the page turned the producer on" in caplog.text
+
+
+def test_the_page_names_the_logged_in_user_with_a_logout_link_and_no_one_with_logins_off(client, tmp_path):
+    layout = json.dumps(As(client, "bob").get("/_dash-layout").get_json())
+    assert "bob (viewer)" in layout and '"href": "/logout"' in layout
+    open_layout = json.dumps(create_app(tmp_path / "open").server.test_client().get("/_dash-layout").get_json())
+    assert "/logout" not in open_layout
