@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import shutil
 import socket
 import time
 import urllib.error
@@ -164,6 +165,54 @@ def test_the_login_form_gives_a_session_that_reads_the_api(running):
     session = urllib.request.Request(base + "/api/status", headers={"Cookie": cookie.split(";")[0]})
     with _OPENER.open(session, timeout=30) as answer:
         assert answer.status == 200
+
+
+def log_in(page, base: str, name: str) -> None:
+    page.goto(base + "/")  # sent to the form
+    page.wait_for_selector("form[action='/login']")
+    page.fill("input[name=name]", name)
+    page.fill("input[name=password]", PASSWORD[name])
+    page.click("button[type=submit]")
+    page.wait_for_function("(text) => (document.querySelector('.top-bar .user')?.innerText || '').includes(text)",
+                           arg=f"{name} (", timeout=60_000)
+
+
+def click_switch_and_read_the_message(page) -> str:
+    page.evaluate("() => { document.querySelector('#control-message').innerText = ''; }")
+    page.click("#producer-switch input[type=checkbox]")
+    page.wait_for_function("() => (document.querySelector('#control-message')?.innerText || '').length > 0",
+                           timeout=30_000)
+    return page.inner_text("#control-message")
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="no chromium: bash tests/install-browser.sh")
+def test_in_chromium_a_viewers_click_is_refused_and_an_operators_turns_the_producer_on(running):
+    from playwright.sync_api import sync_playwright
+
+    app, base = running
+    script = Client(base, "bob")
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=shutil.which("chromium") or "/usr/bin/chromium",
+                                              headless=True, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            viewer = chromium.new_context().new_page()
+            log_in(viewer, base, "bob")
+            assert click_switch_and_read_the_message(viewer).startswith("Refused: bob is a viewer")
+            viewer.wait_for_selector("#control-message.error")
+            assert not producer_enabled(script)
+            viewer.click(".top-bar .user a")  # Log out
+            viewer.wait_for_selector("form[action='/login']")
+
+            operator = chromium.new_context().new_page()
+            log_in(operator, base, "alice")
+            before = app.output.count("operator alice turned the producer on")
+            assert click_switch_and_read_the_message(operator) == "Simulation running."
+            assert wait_for(lambda: producer_enabled(script), 10, what="the producer on")
+            wait_for(lambda: app.output.count("operator alice turned the producer on") > before, 10,
+                     what="the operator named in the log")
+            assert click_switch_and_read_the_message(operator) == "Simulation paused."
+        finally:
+            chromium.close()
 
 
 def test_repeated_failed_logins_are_answered_429_even_for_the_right_password(running):
