@@ -13,6 +13,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Callable
 
 import flask
@@ -26,6 +27,7 @@ log = logging.getLogger("trade-summary")  # the run's log: every action taken, w
 EXTENSION = "trade_summary_access"
 SESSION_COOKIE = "trade_summary_session"
 REALM = "Trade Summary"
+SESSION_LIFETIME = timedelta(days=7)  # a login lasts at most this long (the cookie's signed timestamp)
 
 # The actions that change data or the run, and how a refusal names them.
 PRODUCER, RATE, LATE_KNOBS, CHAOS_KNOBS, BACKFILL = "producer", "rate", "late-knobs", "chaos-knobs", "backfill"
@@ -186,7 +188,9 @@ class Access:
         user = self.users.check(name, password)
         if user is None:
             self.failures.failed(client)
-            log.warning("failed login for %r from %s", name[:64], client)
+            # A name that is no user's may be a password typed in the wrong field: never logged.
+            known = f"user {name}" if self.users.user(name) is not None else "an unknown name"
+            log.warning("failed login for %s from %s", known, client)
             return _unauthorized("Basic", "Wrong name or password.")
         self.failures.succeeded(client)
         return user
@@ -236,7 +240,7 @@ def install(server: flask.Flask, logins: Logins | None) -> None:
     server.secret_key = session_key(logins.session_key_file, logins.session_key_value)
     server.session_interface = _SessionInterface()
     server.config.update(SESSION_COOKIE_NAME=SESSION_COOKIE, SESSION_COOKIE_HTTPONLY=True,
-                         SESSION_COOKIE_SAMESITE="Lax")
+                         SESSION_COOKIE_SAMESITE="Lax", PERMANENT_SESSION_LIFETIME=SESSION_LIFETIME)
 
     @server.route("/login", methods=["GET", "POST"])
     def login():

@@ -260,3 +260,18 @@ def test_the_page_names_the_logged_in_user_with_a_logout_link_and_no_one_with_lo
     assert "bob (viewer)" in layout and '"href": "/logout"' in layout
     open_layout = json.dumps(create_app(tmp_path / "open").server.test_client().get("/_dash-layout").get_json())
     assert "/logout" not in open_layout
+
+
+def test_a_failed_login_names_a_known_user_but_never_logs_an_unknown_name(client, caplog):
+    with caplog.at_level(logging.INFO, logger="trade-summary"):
+        As(client, "bob", "wrong password").get("/api/status")
+        As(client, PASSWORD["alice"], "x").get("/api/status")  # a password typed as the name
+    assert "failed login for user bob" in caplog.text and "failed login for an unknown name" in caplog.text
+    assert PASSWORD["alice"] not in caplog.text and "wrong password" not in caplog.text
+
+
+def test_a_session_older_than_its_lifetime_no_longer_lets_the_browser_in(app, client):
+    client.post("/login", data={"name": "bob", "password": PASSWORD["bob"]})
+    assert client.get("/api/status").status_code == 200
+    app.server.permanent_session_lifetime = access.timedelta(seconds=-1)  # as if the cookie were old
+    assert client.get("/api/status").status_code == 401
