@@ -230,14 +230,14 @@ def section(args: argparse.Namespace, result: PageRun) -> str:
             "",
             f"- **Viewers**: each block starts its pages ({args.settle_seconds:g} s to start and connect, unmeasured) "
             f"and measures {args.block_seconds:g} s; per mode the counts go up and down again, so each count has two "
-            "blocks. A push viewer holds GET /api/events and, for each push, runs the callbacks the page runs on it "
-            "(chart, KPI cards, feeds and status, health, the time machine's slider), uploading the store as the "
-            "browser does; its update is from the push's arrival to the last answer. A poll viewer refreshes every "
-            "2 s as the page does while its connection is down; its update is the refresh. Batches: the medallion "
-            "query's, from the write of their offsets to their commit, started in the blocks. CPU: run.py's Python "
-            "and Spark's JVM, and the viewers' own processes, which share the machine's 2 cores with it (real "
-            "viewers would be on other machines). The last column is the issue's measurement on main before the "
-            "push (another day, the same kind of machine).",
+            "blocks. A push viewer holds GET /api/events and parses each push, as the page does: the push carries the"
+            " panels drawn (chart, KPI cards, feeds and status, health, the time machine's slider), which the page "
+            "sets with no request; its update is from the push's arrival to the push parsed. A poll viewer refreshes "
+            "every 2 s as the page does while its connection is down; its update is the refresh. Batches: the "
+            "medallion query's, from the write of their offsets to their commit, started in the blocks. CPU: run.py's"
+            " Python and Spark's JVM, and the viewers' own processes, which share the machine's 2 cores with it (real"
+            " viewers would be on other machines). The last column is the issue's measurement on main before the push"
+            " (another day, the same kind of machine).",
         ]
     if result.browser is not None:
         b = browser_figures(result)
