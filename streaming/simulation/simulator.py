@@ -246,7 +246,7 @@ def latest_event_time(client_config: Mapping[str, str], topic: str, tail: int = 
     latest: datetime | None = None
     try:
         ranges = {p: (max(low, high - tail), high)
-                  for p, (low, high) in clients.watermark_offsets(consumer, topic, timeout_s).items() if high > low}
+                  for p, (low, high) in _end_offsets(consumer, topic, timeout_s).items() if high > low}
         if not ranges:
             return None
         consumer.assign([TopicPartition(topic, p, start) for p, (start, _) in ranges.items()])
@@ -268,6 +268,24 @@ def latest_event_time(client_config: Mapping[str, str], topic: str, tail: int = 
     finally:
         consumer.close()
     return latest
+
+
+# What a broker answers for a topic whose partitions' leaders are not serving yet.
+NOT_READY = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART)
+
+
+def _end_offsets(consumer, topic: str, timeout_s: float) -> dict[int, tuple[int, int]]:
+    """watermark_offsets, asked again while the broker says it is not ready yet (a topic just
+    created has leaders in its metadata a moment before they answer)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return clients.watermark_offsets(consumer, topic, timeout_s)
+        except KafkaException as exc:
+            error = exc.args[0]
+            if (error.code() not in NOT_READY and not error.retriable()) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.2)
 
 
 def _event_time_of(value: bytes | None) -> datetime | None:

@@ -85,8 +85,8 @@ def lake(clone: Path, table: str):
 
 
 def assert_reads_like_a_product(output: str) -> None:
-    """No traceback, no stray ERROR, no line per jar."""
-    assert "Traceback" not in output, output
+    """No traceback, no stray ERROR or warning, no line per jar."""
+    assert "Traceback" not in output and "could not" not in output, output
     assert not re.search(r"\bERROR\b", output), output
     assert not re.search(r"^\S+\s+\d+\s+\S+\.jar$", output, re.MULTILINE), output
 
