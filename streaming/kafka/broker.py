@@ -162,9 +162,9 @@ class EmbeddedBroker:
         state = self._running_state()
         return int(state["port"]) if state else None
 
-    def log_end(self) -> str:
+    def log_end(self, lines: int = 15) -> str:
         """The last lines of its server.log, for a message about how it ended."""
-        return _log_end(self.data_dir / SERVER_LOG)
+        return _log_end(self.data_dir / SERVER_LOG, lines)
 
     def ended(self) -> int | None:
         """How the JVM this object started ended (its exit code, or minus the signal that killed

@@ -165,8 +165,10 @@ class BrokerSupervisor:
             if self._stopping.is_set():
                 return None
         waits = ", ".join(f"{self.policy.delay_s(n):g}" for n in range(self.policy.tries))
+        full = "No space left" in self.broker.log_end(1000)
+        advice = f"Its disk is full: free space there (df -h {self.broker.data_dir}). " if full else ""
         self._give_up(f"the embedded Kafka broker ended ({how}) and did not start again in {self.policy.tries} "
-                      f"tries in a row ({waits} s apart); the last said: {error}\nIts data is kept in "
+                      f"tries in a row ({waits} s apart); the last said: {error}\n{advice}Its data is kept in "
                       f"{self.broker.data_dir}: start the app again once that is fixed")
         return None
 

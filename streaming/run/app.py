@@ -32,6 +32,7 @@ DashboardFactory = Callable[..., Any]
 # (the dashboard's Flask server or None, scrape, allowed hosts) -> that server with GET /metrics, or
 # a bare one behind the dashboard's Host guard (--no-dashboard). run.py hands it in, as the dashboard.
 MetricsFactory = Callable[..., Any]
+BROKER_GONE_STOP_S = 15  # how long a query may take to stop once the embedded broker is given up
 
 
 class App(Command[Settings]):
@@ -275,6 +276,9 @@ class App(Command[Settings]):
         if self.health is not None:
             self.health.stop()
         if self.pipeline is not None:
+            if self.supervisor is not None and self.supervisor.failure is not None and self.spark is not None:
+                # Kafka is gone for good: a query waiting on it would hold the stop for --kafka-retry-timeout.
+                self.spark.conf.set("spark.sql.streaming.stopTimeout", f"{BROKER_GONE_STOP_S}s")
             self.pipeline.stop()
             log.info("queries stopped")
         self._stop_spark_and_broker()

@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import time
 import urllib.request
 from datetime import datetime, timedelta
@@ -14,11 +15,12 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
+from bench.sampling import child_pids
 from streaming.kafka.broker import EmbeddedBroker, is_running
 from streaming.kafka.supervisor import RestartPolicy
 from tests.support.corpus import trade
 from tests.support.kafka import TopicWriter, free_port
-from tests.support.process import RunPy
+from tests.support.process import ARTIFACTS, RunPy
 from tests.support.waiting import wait_for
 
 BACK_WITHIN_S = 30  # the issue's bound: kill to the broker answering again
@@ -44,6 +46,17 @@ def kill_broker_jvm(data: Path) -> tuple[int, float]:
     pid = broker_pid(data)
     os.kill(pid, signal.SIGKILL)
     return pid, time.time()
+
+
+def keep_threads(pid: int) -> Path:
+    """jstack of every JVM under `pid`, into test-artifacts/."""
+    folder = ARTIFACTS / "broker-supervision"
+    folder.mkdir(parents=True, exist_ok=True)
+    for child in child_pids(pid):
+        if b"java" in Path(f"/proc/{child}/cmdline").read_bytes():
+            done = subprocess.run(["jstack", str(child)], capture_output=True, text=True, timeout=60)
+            (folder / f"jstack-{child}.txt").write_text(done.stdout + done.stderr)
+    return folder
 
 
 def windows_of(data: Path, starts: set[datetime]) -> dict[datetime, tuple[float, float, int]]:
@@ -145,7 +158,11 @@ def test_a_broker_that_cannot_come_back_ends_the_app_with_exit_code_1_within_the
         taken.listen()
         app.wait_for_line("did not start again in 3 tries", RestartPolicy().bound_s())
         gave_up_after = time.time() - killed_at
-        assert app.wait(120) == 1, app.output
+        try:
+            code = app.wait(120)
+        except subprocess.TimeoutExpired:  # keep what its JVMs were doing for whoever looks
+            raise AssertionError(f"run.py did not stop (threads in {keep_threads(app.proc.pid)}):\n{app.output}")
+        assert code == 1, app.output
         assert f"port {port} is already in use" in app.output and "Traceback" not in app.output
         print(f"\nkill -> given up {gave_up_after:.1f} s (bound {RestartPolicy().bound_s():.0f} s), "
               f"-> exit 1 {time.time() - killed_at:.1f} s")

@@ -61,8 +61,10 @@ class StandInBroker:
                 raise BrokerError(f"port {self.port} is already in use")
             self.code, self.pid = None, self.pid + 1
 
-    def log_end(self) -> str:
-        return "[2026-03-02 18:02:00] INFO Kafka Server started"
+    said = "[2026-03-02 18:02:00] INFO Kafka Server started"
+
+    def log_end(self, lines: int = 15) -> str:
+        return self.said
 
     def die(self, code: int) -> None:
         with self.lock:
@@ -94,6 +96,18 @@ def test_a_broker_that_cannot_start_again_is_given_up_after_three_tries_with_the
         assert broker.starts == 3 and supervisor.status()["state"] == "gave up"
         assert "ended (exit code 1) and did not start again in 3 tries" in failures[0]
         assert "port 9092 is already in use" in failures[0] and supervisor.failure == failures[0]
+    finally:
+        supervisor.stop()
+
+
+def test_a_broker_on_a_full_disk_is_given_up_with_where_to_free_space():
+    broker = StandInBroker(fail_starts=99)
+    broker.said = "ERROR Error while writing to checkpoint file: java.io.IOException: No space left on device"
+    supervisor = BrokerSupervisor(broker, QUICK).start()  # type: ignore[arg-type]
+    try:
+        broker.die(1)
+        wait_for(lambda: supervisor.failure is not None, 10, what="the supervisor to give up")
+        assert "Its disk is full: free space there (df -h /nonexistent)" in (supervisor.failure or "")
     finally:
         supervisor.stop()
 
