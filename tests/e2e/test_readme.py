@@ -72,7 +72,11 @@ def api(env: dict, path: str) -> dict:
         return json.loads(answer.read())
 
 
-def summary_with_trades(env: dict, path: str = "/api/summary"):
+def summary_with_trades(app: Shell, env: dict, path: str = "/api/summary"):
+    """The app's summary once it counts a trade; the app's own output if it ended first (a port
+    another app on this machine took, say)."""
+    if app.proc.poll() is not None:
+        raise AssertionError(f"the README's command ended ({app.proc.returncode}) first:\n{app.output}")
     try:
         answer = api(env, path)
     except OSError:
@@ -94,7 +98,7 @@ def assert_reads_like_a_product(output: str) -> None:
 def test_the_readmes_run_command_starts_in_a_fresh_clone_resumes_and_stops_cleanly(clone, user_env):
     first = Shell(run_command(), clone, user_env)
     try:
-        before = wait_for(lambda: summary_with_trades(user_env), 300, interval_s=1, what="a gold window")
+        before = wait_for(lambda: summary_with_trades(first, user_env), 300, interval_s=1, what="a gold window")
         assert first.stop() == 0, first.output
     finally:
         first.kill()
@@ -106,7 +110,8 @@ def test_the_readmes_run_command_starts_in_a_fresh_clone_resumes_and_stops_clean
 
     again = Shell(run_command(), clone, user_env)
     try:
-        after = wait_for(lambda: summary_with_trades(user_env), 180, interval_s=1, what="the page after a restart")
+        after = wait_for(lambda: summary_with_trades(again, user_env), 180, interval_s=1,
+                         what="the page after a restart")
         resumed = {w["window_start"]: w["trades"] for w in after["windows"]}
         for window_start, trades in counted.items():  # neither reset nor lost
             assert resumed.get(window_start.strftime("%Y-%m-%dT%H:%M:%SZ"), 0) >= trades
@@ -135,7 +140,7 @@ def test_the_readmes_loader_example_shows_the_sample_day(clone, user_env):
 
     app = Shell(run, clone, user_env)
     try:
-        day = wait_for(lambda: summary_with_trades(user_env, "/api/summary?day=2026-03-02"), 300, interval_s=1,
+        day = wait_for(lambda: summary_with_trades(app, user_env, "/api/summary?day=2026-03-02"), 300, interval_s=1,
                        what="the sample day's windows")
         assert day["day"] == "2026-03-02"
         status = wait_for(lambda: _caught_up(user_env), 120, interval_s=1, what="the pipeline caught up")
