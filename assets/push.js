@@ -140,7 +140,9 @@
                         ticks = true;
                     }
                 }
-                ticks = ticks || resync;
+                // After a restart the push brings the default view whole: a tick would have the
+                // server draw it again, and a late answer could draw over a newer push.
+                ticks = ticks || (resync && !shared);
                 quarantineChanges = changes;
                 resync = false;
             }
