@@ -11,6 +11,7 @@
     let resync = false;  // after a restart: the tick moves once, for what changed meanwhile
     let leaving = false;  // the server said bye: EventSource reconnects, nothing is down
     let applied = {};  // panel name -> the JSON of the outputs last set from a push
+    let retryMs = null;  // the wait before the next connect after a refused one: doubles to retryMaxMs
 
     function setProps(id, props) {
         window.dash_clientside.set_props(id, props);
@@ -40,7 +41,10 @@
 
     function connect() {
         source = new EventSource(config.url);
-        source.onopen = function () { show(true); };
+        source.onopen = function () {
+            retryMs = null;
+            show(true);
+        };
         source.addEventListener("bye", function () { leaving = true; });
         source.addEventListener("snapshot", function (event) {
             const from = event.lastEventId.split("-")[0];
@@ -57,9 +61,11 @@
             leaving = false;
             show(false);
             // EventSource retries a dropped connection itself, but gives up on an HTTP error.
+            // An HTTP error is a server down or full (503, --max-pages): each try waits longer.
             if (source.readyState === EventSource.CLOSED) {
                 source = null;
-                setTimeout(connect, config.retryMs);
+                retryMs = Math.min(2 * (retryMs || config.retryMs / 2), config.retryMaxMs);
+                setTimeout(connect, retryMs);
             }
         };
     }

@@ -28,14 +28,17 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 def create_app(lake: Lake | str | Path, refresh_ms: int = 2000, simulator=None,
                health: Callable[[], dict] | None = None, reconciler=None,
-               allowed_hosts: Iterable[str] = LOCAL_HOSTS, logins: Logins | None = None) -> Dash:
+               allowed_hosts: Iterable[str] = LOCAL_HOSTS, logins: Logins | None = None,
+               max_pages: int | None = None) -> Dash:
     """lake: the pipeline's tables (a Lake, or its data dir). simulator, health (a
     HealthMonitor's snapshot) and reconciler are optional: without them the page shows the
     tables, and the controls that need them say they are not available.
     allowed_hosts: host names (or addresses) the dashboard answers to besides LOCAL_HOSTS,
     on any port; wildcard bind addresses such as 0.0.0.0 are ignored. Every other Host, and
     a state-changing request from a page of another origin, gets 403 (see guard_hosts).
-    logins: the users file and /metrics token (dashboard/access.py); None: open, as on 127.0.0.1."""
+    logins: the users file and /metrics token (dashboard/access.py); None: open, as on 127.0.0.1.
+    max_pages: pages live at once on /api/events (--max-pages; the server's threads are sized
+    for them); more get 503 and refresh on their own. None: no bound."""
     # update_title=None keeps the title as it is while callbacks run (Dash's hint says str only).
     app = Dash(__name__, title="Trade Summary", assets_folder=str(ASSETS),
                update_title=None)  # type: ignore[arg-type]
@@ -64,7 +67,7 @@ def create_app(lake: Lake | str | Path, refresh_ms: int = 2000, simulator=None,
                           QuarantineReader(lake))
     register_callbacks(app, context)
     # One publisher per app: the default view worked out once per change for every open page.
-    push.register(app, push.Publisher(context))
+    push.register(app, push.Publisher(context, max_pages=max_pages))
     api.register(app.server, status, readers.history, lambda: next(iter(context.gold_days()), None))
     return app
 

@@ -45,6 +45,8 @@ MIN_GAP_S = 0.5  # anything else (the status, quarantine) at most once per gap: 
 KEEP_ALIVE_S = 15.0  # a comment this often: a closed page is noticed at the next write
 STREAM_S = 600.0  # a stream says bye and ends then, and EventSource reconnects: no thread waits for ever
 RETRY_MS = 1000  # how soon EventSource reconnects after the connection drops
+RETRY_MAX_MS = 10_000  # push.js doubles its wait after each failed connect up to this
+REFUSED_LOG_S = 60.0  # a refused page (over --max-pages) is logged at most this often
 KEPT_PUSHES = 8  # the newest pushes kept to draw from: a page a few pushes behind is still shared
 
 INDICATOR_STYLE = {"position": "fixed", "top": "8px", "right": "12px", "zIndex": 1000, "padding": "2px 10px",
@@ -124,8 +126,10 @@ class Publisher:
     queue, a slow page skips to the newest."""
 
     def __init__(self, context: PageContext, poll_s: float = POLL_S, min_gap_s: float = MIN_GAP_S,
-                 clock: Callable[[], float] = time.monotonic, gold_gap_s: float = GOLD_GAP_S):
+                 clock: Callable[[], float] = time.monotonic, gold_gap_s: float = GOLD_GAP_S,
+                 max_pages: int | None = None):
         self.context, self.poll_s, self.min_gap_s, self.clock = context, poll_s, min_gap_s, clock
+        self.max_pages = max_pages  # live pages at once (--max-pages); None: no bound
         self.gold_gap_s = min(gold_gap_s, min_gap_s)
         self.computations = 0  # times the default view's data was worked out
         # Event ids are "<epoch>-<push number>": after a restart the page sees another epoch.
@@ -274,10 +278,13 @@ class Publisher:
             self._changed.wait_for(lambda: self._seq > seq or self._stopping, timeout_s)
             return (self._seq, self._payload) if self._seq > seq else (seq, None)
 
-    def subscribe(self) -> None:
+    def subscribe(self) -> bool:
         """A page connected: the looking thread runs (started at the first) while any is. The
-        first page after none gets a fresh look, not the push of when the last one left."""
+        first page after none gets a fresh look, not the push of when the last one left. False,
+        and nothing changes, when max_pages are live already."""
         with self._changed:
+            if self.max_pages is not None and self._subscribers >= self.max_pages:
+                return False
             self._subscribers += 1
             idle = self._subscribers == 1
             if self._thread is None:
@@ -286,6 +293,7 @@ class Publisher:
             self._changed.notify_all()
         if idle:
             self._look_safely()
+        return True
 
     def unsubscribe(self) -> None:
         with self._changed:
@@ -343,7 +351,8 @@ def event_stream(publisher: Publisher, last_event_id: str | None = None, stream_
 def layout() -> list:
     """The stores push.js writes, what it is told, and the connection indicator (fixed in a corner)."""
     config = {"url": EVENTS_PATH, "pushed": ids.PUSHED, "tick": ids.TICK, "filterTick": ids.FILTER_TICK,
-              "state": ids.PUSH_STATE, "retryMs": RETRY_MS, "liveStyle": LIVE_STYLE, "downStyle": DOWN_STYLE,
+              "state": ids.PUSH_STATE, "retryMs": RETRY_MS, "retryMaxMs": RETRY_MAX_MS, "liveStyle": LIVE_STYLE,
+              "downStyle": DOWN_STYLE,
               "choices": [f"{i}.{prop}" for i, prop in CHOICES]}
     return [dcc.Store(id=ids.PUSHED), dcc.Store(id=ids.PUSH_CONFIG, data=config),
             html.Span("Connecting…", id=ids.PUSH_STATE, style=INDICATOR_STYLE, title="The page's live connection")]
@@ -355,9 +364,18 @@ def register(app: Dash, publisher: Publisher) -> None:
 
     app.server.extensions["dashboard.push"] = publisher  # for the tests and the benchmark
 
+    refused_logged_at = [-math.inf]
+
     @app.server.route(EVENTS_PATH)
     def api_events():
-        publisher.subscribe()
+        if not publisher.subscribe():
+            if time.monotonic() - refused_logged_at[0] >= REFUSED_LOG_S:
+                refused_logged_at[0] = time.monotonic()
+                log.warning("push: %d pages are live already: more refresh every --refresh-ms instead "
+                            "(--max-pages raises the bound)", publisher.max_pages)
+            return flask.Response(f"{publisher.max_pages} pages are live already (--max-pages): this one "
+                                  "refreshes on its own instead\n", status=503, mimetype="text/plain",
+                                  headers={"Retry-After": str(RETRY_MAX_MS // 1000)})
         stream = event_stream(publisher, flask.request.headers.get("Last-Event-ID"))
         response = flask.Response(stream, mimetype="text/event-stream",
                                   headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})

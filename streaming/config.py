@@ -203,6 +203,9 @@ class Settings(KafkaTarget):
     spark_conf: tuple[tuple[str, str], ...] = ()  # --conf KEY=VALUE, applied over our defaults
     simulation: Simulation = Simulation()
     refresh_ms: int = 2000
+    # Pages live at once on the page's connection (/api/events); the web server's threads are sized
+    # for them (streaming/run/web.py), and a page beyond them refreshes every refresh_ms instead.
+    max_pages: int = 40
     log_every_batches: int = 20  # a status line in the terminal every N micro-batches
     max_query_restarts: int = 5  # a failed query is restarted from its checkpoint this many times, with backoff
     # A trade more than this ahead of the latest event time seen (and of its Kafka timestamp) is quarantined.

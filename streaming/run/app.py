@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import threading
 import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable
@@ -19,15 +18,14 @@ from streaming.run.instance import AlreadyRunning, InstanceLock
 from streaming.run.terminal import progress_bar
 
 if TYPE_CHECKING:
-    from werkzeug.serving import BaseWSGIServer
-
     from streaming.jobs.pipeline import Pipeline
     from streaming.kafka.supervisor import BrokerSupervisor
     from streaming.run.health import HealthMonitor
+    from streaming.run.web import WebServer
     from streaming.simulation.simulator import TradeSimulator
 
 log = logging.getLogger("trade-summary")
-# (lake, refresh_ms, simulator, health snapshot, reconciler) -> a Dash app (its .server is served).
+# (lake, refresh_ms, simulator, health snapshot, reconciler, hosts, max_pages=) -> a Dash app (its .server is served).
 DashboardFactory = Callable[..., Any]
 # (the dashboard's Flask server or None, scrape, allowed hosts) -> that server with GET /metrics, or
 # a bare one behind the dashboard's Host guard (--no-dashboard). run.py hands it in, as the dashboard.
@@ -48,7 +46,7 @@ class App(Command[Settings]):
         self.pipeline: Pipeline | None = None
         self.health: HealthMonitor | None = None
         self.supervisor: BrokerSupervisor | None = None  # the embedded broker's watch, when there is one
-        self.web: BaseWSGIServer | None = None
+        self.web: WebServer | None = None
         self.instance = InstanceLock(settings.lock_file)
         self._catch_up_logged_at = float("-inf")  # when progress through a backlog was last logged
 
@@ -186,17 +184,18 @@ class App(Command[Settings]):
         # The Host names it answers to: the local ones (always), the bind address when it is a
         # specific one (the dashboard ignores 0.0.0.0 and ::) and --allow-host. Positional: run.py's
         # factory passes its arguments on as they come.
-        app = self.dashboard(self.lake, s.refresh_ms, self.simulator, health, reconciler, (s.host, *s.allowed_hosts))
+        app = self.dashboard(self.lake, s.refresh_ms, self.simulator, health, reconciler, (s.host, *s.allowed_hosts),
+                             max_pages=s.max_pages)
         if self.metrics is not None:
             self.metrics(app.server, self._scrape(), (s.host, *s.allowed_hosts))
-        self._serve(app.server, "dashboard")
+        # Stopping, the pages' live connections end first: their threads are then free to go.
+        self._serve(app.server, "dashboard", on_stop=app.server.extensions["dashboard.push"].stop)
 
-    def _serve(self, server, what: str) -> None:
-        from werkzeug.serving import make_server
+    def _serve(self, server, what: str, on_stop: Callable[[], None] | None = None) -> None:
+        from streaming.run.web import WebServer
 
         s = self.settings
-        self.web = web = make_server(s.host, s.port, server, threaded=True)
-        threading.Thread(target=web.serve_forever, name=what, daemon=True).start()
+        self.web = WebServer(server, s.host, s.port, s.max_pages, what, on_stop)
         log.info("%s at http://%s:%d%s", what, s.host, s.port, "/metrics" if what == "metrics" else "")
 
     # -- run ------------------------------------------------------------------------------

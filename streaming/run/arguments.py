@@ -178,6 +178,10 @@ def _add_run_arguments(run) -> None:
     run.add_argument("--refresh-ms", type=positive_int, default=Settings.refresh_ms, metavar="MS",
                      help="how often the page polls, in milliseconds, while its live connection (pushed "
                           "updates) is down (default: %(default)s)")
+    run.add_argument("--max-pages", type=positive_int, default=Settings.max_pages, metavar="N",
+                     help="pages live at once, each holding a connection that the server pushes updates on; "
+                          "the server's threads are sized for them, and a page beyond them refreshes every "
+                          "--refresh-ms instead (default: %(default)s)")
     run.add_argument("--log-every", type=positive_int, default=Settings.log_every_batches, metavar="N",
                      help="log a status line every N gold micro-batches (default: %(default)s)")
 

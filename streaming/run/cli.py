@@ -149,6 +149,7 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None
         log_every_batches=ns.log_every,
         max_query_restarts=ns.max_query_restarts,
         refresh_ms=ns.refresh_ms,
+        max_pages=ns.max_pages,
         simulation=Simulation(
             rate=ns.rate,
             clock_speed=ns.clock_speed,

@@ -35,7 +35,7 @@ def setup_logging() -> None:
     handler = TERMINAL.handler()
     handler.setFormatter(logging.Formatter("%(asctime)s  %(message)s", datefmt="%H:%M:%S"))
     logging.basicConfig(level=logging.INFO, handlers=[handler])
-    for noisy in ("py4j", "werkzeug", LIBRDKAFKA_LOGGER):
+    for noisy in ("py4j", "werkzeug", "waitress", LIBRDKAFKA_LOGGER):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 

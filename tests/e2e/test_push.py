@@ -29,11 +29,13 @@ pytestmark = pytest.mark.skipif(shutil.which("chromium") is None and not os.envi
                                 reason="Debian chromium is missing: run `bash tests/install-browser.sh`")
 HOUR_MS = 3_600_000  # the fallback tick: never within a test
 SERVE = """
-import sys
-from werkzeug.serving import make_server
+import sys, threading
 from dashboard.app import create_app
-app = create_app(sys.argv[1], refresh_ms=int(sys.argv[3]))
-make_server("127.0.0.1", int(sys.argv[2]), app.server, threaded=True).serve_forever()
+from streaming.config import Settings
+from streaming.run.web import WebServer
+app = create_app(sys.argv[1], refresh_ms=int(sys.argv[3]), max_pages=Settings.max_pages)
+WebServer(app.server, "127.0.0.1", int(sys.argv[2]), Settings.max_pages, "dashboard")
+threading.Event().wait()  # served until the test kills it
 """
 
 

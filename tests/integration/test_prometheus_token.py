@@ -7,14 +7,14 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import threading
 import urllib.parse
 import urllib.request
 
 import pytest
-from werkzeug.serving import make_server
 
+from streaming.config import Settings
 from streaming.run.users import Logins, add_user
+from streaming.run.web import WebServer
 from tests.support.kafka import free_port
 from tests.support.waiting import wait_for
 
@@ -34,8 +34,7 @@ def test_prometheus_scrapes_with_the_token_file_and_a_wrong_token_gets_nothing(t
     server = serve_metrics(None, lambda: (b"tradesummary_probe 1\n", "text/plain; version=0.0.4"), ("127.0.0.1",),
                            logins=logins)
     app_port, web_port = free_port(), free_port()
-    web = make_server("127.0.0.1", app_port, server, threaded=True)
-    threading.Thread(target=web.serve_forever, daemon=True).start()
+    web = WebServer(server, "127.0.0.1", app_port, Settings.max_pages, "metrics")
     target = {"static_configs": [{"targets": [f"127.0.0.1:{app_port}"]}]}
     (tmp_path / "prometheus.yml").write_text(json.dumps({  # JSON is YAML
         "global": {"scrape_interval": "1s", "scrape_timeout": "1s"},

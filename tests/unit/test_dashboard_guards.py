@@ -275,9 +275,9 @@ def test_the_run_passes_its_bind_address_and_allow_host_to_the_dashboard(tmp_pat
     settings = Settings(data_dir=tmp_path, host="127.0.0.1", port=0, allowed_hosts=("dash.internal",))
     made = []
 
-    def factory(*args):
+    def factory(*args, **kwargs):
         made.append(args)
-        return create_dashboard(*args)
+        return create_dashboard(*args, **kwargs)
 
     app = App(settings, dashboard=factory)
     app.health = SimpleNamespace(snapshot=lambda: {})

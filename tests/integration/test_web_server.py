@@ -1,0 +1,98 @@
+"""The app's HTTP server (streaming/run/web.py, waitress) on 127.0.0.1: a streamed response goes
+out chunk by chunk, a full house of live pages leaves requests their threads, a page beyond
+--max-pages is told so, and a stop ends the live connections and frees the port for the next start."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import threading
+import time
+
+import flask
+import pytest
+
+from dashboard.app import create_app
+from dashboard.push import EVENTS_PATH
+from streaming.lake.store import Lake
+from streaming.run.web import WebServer
+from tests.support.kafka import free_port
+
+TIMEOUT_S = 20  # generous: a shared machine; each wait ends as soon as its answer comes
+
+
+@pytest.fixture
+def serve():
+    """serve(app, max_pages) -> a WebServer on a free port; every one is stopped after the test."""
+    servers: list[WebServer] = []
+
+    def start(app, max_pages: int = 2, on_stop=None) -> WebServer:
+        server = WebServer(app, "127.0.0.1", free_port(), max_pages, "test-web", on_stop)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.shutdown()
+
+
+def open_stream(port: int, path: str = EVENTS_PATH) -> http.client.HTTPResponse:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT_S)
+    connection.request("GET", path)
+    return connection.getresponse()
+
+
+def test_a_streamed_response_reaches_the_client_chunk_by_chunk(serve):
+    app, second = flask.Flask("stream"), threading.Event()
+
+    @app.route("/stream")
+    def stream():
+        def chunks():
+            yield "data: first\n\n"
+            second.wait(TIMEOUT_S)
+            yield "data: second\n\n"
+        return flask.Response(chunks(), mimetype="text/event-stream")
+
+    response = open_stream(serve(app).port, "/stream")
+    try:
+        assert response.status == 200
+        assert response.readline() == b"data: first\n"  # while the app still holds the second back
+        second.set()
+        assert response.readline() == b"\n" and response.readline() == b"data: second\n"
+    finally:
+        second.set()
+        response.close()
+
+
+def test_with_every_live_place_taken_a_request_is_answered_and_one_more_page_is_told_why(serve, tmp_path):
+    app = create_app(Lake(tmp_path / "data"), max_pages=2)
+    port = serve(app.server, max_pages=2).port
+    pages = [open_stream(port) for _ in range(2)]
+    try:
+        assert [page.status for page in pages] == [200, 200]
+        assert all(page.readline().startswith(b"retry: ") for page in pages)
+        started = time.monotonic()
+        status = open_stream(port, "/api/status")
+        assert status.status == 200 and b"queries" in status.read()
+        assert time.monotonic() - started < TIMEOUT_S
+        refused = open_stream(port)
+        assert refused.status == 503 and refused.getheader("Retry-After")
+        assert b"2 pages are live already (--max-pages)" in refused.read()
+    finally:
+        for page in pages:
+            page.close()
+
+
+def test_a_stop_ends_the_live_connections_and_frees_the_port_for_the_next_start(serve, tmp_path):
+    app = create_app(Lake(tmp_path / "data"), max_pages=2)
+    publisher = app.server.extensions["dashboard.push"]
+    server = serve(app.server, on_stop=publisher.stop)
+    page = open_stream(server.port)
+    assert page.status == 200 and page.readline().startswith(b"retry: ")
+    started = time.monotonic()
+    server.shutdown()
+    assert time.monotonic() - started < TIMEOUT_S
+    with contextlib.suppress(http.client.IncompleteRead):  # cut between chunks
+        page.read()  # the stream ended: read() returns instead of waiting for the next keep-alive
+    again = WebServer(flask.Flask("again"), "127.0.0.1", server.port, 2, "test-web-again")  # as a restart would
+    again.shutdown()
