@@ -96,3 +96,17 @@ def test_a_stop_ends_the_live_connections_and_frees_the_port_for_the_next_start(
         page.read()  # the stream ended: read() returns instead of waiting for the next keep-alive
     again = WebServer(flask.Flask("again"), "127.0.0.1", server.port, 2, "test-web-again")  # as a restart would
     again.shutdown()
+
+
+def test_a_proxy_on_this_machine_is_believed_about_the_scheme_and_the_client(serve):
+    app = flask.Flask("who")
+
+    @app.route("/who")
+    def who():
+        return f"{flask.request.remote_addr} {flask.request.scheme}"
+
+    connection = http.client.HTTPConnection("127.0.0.1", serve(app).port, timeout=TIMEOUT_S)
+    connection.request("GET", "/who", headers={"X-Forwarded-For": "203.0.113.9", "X-Forwarded-Proto": "https"})
+    assert connection.getresponse().read() == b"203.0.113.9 https"
+    connection.request("GET", "/who")
+    assert connection.getresponse().read() == b"127.0.0.1 http"
