@@ -68,7 +68,12 @@ class WebServer:
         if self.on_stop is not None:
             self.on_stop()
         # Sockets are closed in the loop's own thread: the trigger runs the closing there.
-        self._server.trigger.pull_trigger(lambda: wasyncore.close_all(self._map))
+        try:
+            self._server.trigger.pull_trigger(lambda: wasyncore.close_all(self._map))
+        except OSError as exc:  # the trigger is closed already: close them from here
+            log.warning("the web server's wake-up pipe was closed before the stop (%s; listening: %s; "
+                        "%d connections): closing from this thread", exc, self._server.accepting, len(self._map))
+            wasyncore.close_all(self._map, ignore_all=True)
         self._thread.join(timeout_s)
         if self._thread.is_alive():
             log.warning("the web server did not stop within %g s", timeout_s)
