@@ -23,7 +23,7 @@ import logging
 import sys
 from pathlib import Path
 
-from bench import phases, report
+from bench import idle, phases, report
 from bench.command_line import (
     add_numbers,
     add_spark_arguments,
@@ -57,7 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--trigger", type=duration_argument, default=Settings.trigger, metavar="INTERVAL",
                         help="the pipeline's trigger while measuring freshness, e.g. '500 milliseconds' "
                              f"(default: the pipeline's own, '{duration_text(Settings.trigger)}')")
-    add_numbers(parser, ("--callback-runs", int, 200, "dashboard refreshes"))
+    add_numbers(parser, ("--callback-runs", int, 200, "dashboard refreshes"),
+                ("--idle-settle-seconds", float, 60, "seconds the idle app settles before it is measured"),
+                ("--idle-seconds", float, 30, "seconds the idle app is measured; 0: not measured"))
     add_spark_arguments(parser, master="local[*]")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs",
                         help="where benchmarks.md and the plots go (default: docs/)")
@@ -79,6 +81,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     require_positive(parser, args, "trades", "batch_size", "callback_runs")
     if args.warmup_trades < 0:
         parser.error("--warmup-trades must be 0 or more")
+    if args.idle_seconds < 0 or args.idle_settle_seconds < 0:
+        parser.error("--idle-seconds and --idle-settle-seconds must be 0 or more")
     if args.rate <= 0 or args.freshness_seconds <= 0:
         parser.error("--rate and --freshness-seconds must be positive")
     return args
@@ -99,6 +103,10 @@ def main(argv: list[str] | None = None) -> int:
     log_to_terminal()
     try:
         results = phases.run(args)
+        if args.idle_seconds:
+            log.info("and idle: python run.py with nothing arriving and no page ...")
+            results.idle_cores = idle.idle_cores(args.idle_settle_seconds, args.idle_seconds, say=log.info)
+            log.info("    idle: %.3f cores (run.py and every process under it, its broker too)", results.idle_cores)
         log.info("wrote %s", report.write(results, args))
         print(report.summary_line(results), flush=True)
         return 1 if results.freshness_missing else 0

@@ -148,6 +148,18 @@ def latencies(produced: list[float], seen: list[tuple[float, int]], offset: int)
     return out, 0
 
 
+def keep_batch_phases(pipeline, results: Results) -> None:
+    """The live batches' phases: the sink's own, and Spark's durationMs of the batches that read
+    records (Spark keeps the last 100)."""
+    sink = pipeline.sinks.get("medallion")
+    if sink is not None:
+        results.sink_phases = [{k: v * 1000 for k, v in batch.items() if k != "records"}
+                               for batch in sink.phases.batches()]
+    for query in pipeline.queries:
+        results.spark_phases += [dict(progress.durationMs) for progress in query.recentProgress
+                                 if progress.numInputRows > 0]
+
+
 def run_freshness(spark, settings: Settings, rate: float, seconds: float, results: Results) -> None:
     from streaming.jobs.pipeline import Pipeline
 
@@ -189,6 +201,7 @@ def run_freshness(spark, settings: Settings, rate: float, seconds: float, result
             log.warning("  %s", exc)
     finally:
         watcher.stop()
+        keep_batch_phases(pipeline, results)
         pipeline.stop()
     results.freshness_rate = len(produced) / seconds
     values, results.freshness_missing = latencies(produced, watcher.seen, warm)

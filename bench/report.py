@@ -33,7 +33,10 @@ def summary_line(results: Results) -> str:
             f"freshness_p95_s={results.percentile(results.latencies(), 95):.2f} "
             f"callback_p95_ms={results.percentile(results.callback_ms, 95):.1f} "
             f"rss_mb={results.peak_total_rss_mb:,.0f} pipeline_rss_mb={results.peak_pipeline_rss_mb:,.0f} "
-            f"broker_rss_mb={results.rss_mb.get('broker', 0.0):,.0f}")
+            f"broker_rss_mb={results.rss_mb.get('broker', 0.0):,.0f} "
+            f"freshness_p50_s={results.percentile(results.latencies(), 50):.2f} "
+            f"freshness_p99_s={results.percentile(results.latencies(), 99):.2f} "
+            f"cpu_per_trade_us={results.cpu_per_trade_us:.0f} idle_cores={results.idle_cores:.3f}")
 
 
 def write(results: Results, args: argparse.Namespace) -> Path:
@@ -142,6 +145,9 @@ def report(results: Results, args: argparse.Namespace, plots: list[str]) -> str:
          verdict(results.ratio_to_broker, TARGETS["ratio_to_broker"], True)),
         ("freshness p50 / p95 / p99", f"{p(lat, 50):.2f} / {p(lat, 95):.2f} / {p(lat, 99):.2f} s",
          f"p95 <= {TARGETS['freshness_p95_s']:g} s", verdict(p(lat, 95), TARGETS["freshness_p95_s"])),
+        ("CPU per trade at that rate (every process)", f"{results.cpu_per_trade_us:.0f} us", "", ""),
+        ("the app idle (run.py and its broker, no page)", f"{results.idle_cores:.3f} cores", "<= 0.05 cores",
+         verdict(results.idle_cores, 0.05)),
         ("dashboard data callback + chart figure p50 / p95", f"{p(cb, 50):.1f} / {p(cb, 95):.1f} ms",
          f"p95 <= {TARGETS['callback_p95_ms']:g} ms", verdict(p(cb, 95), TARGETS["callback_p95_ms"])),
         ("whole page refresh (every callback) p50 / p95",

@@ -41,6 +41,18 @@ class Results:
     pipeline_peak_phase: str = ""  # when that peak came
     pipeline_peak_parts: dict = field(default_factory=dict)  # group -> (RSS MiB, processes) at that peak
     peak_total_pss_mb: float = 0.0
+    # The freshness phase's live batches: the sink's phases (PhaseTimes) and Spark's durationMs, each ms
+    sink_phases: list = field(default_factory=list)
+    spark_phases: list = field(default_factory=list)
+    idle_cores: float = float("nan")  # run.py idle, with its broker: bench/idle.py
+
+    @property
+    def cpu_per_trade_us(self) -> float:
+        """Every process's CPU in the freshness phase (the bench's producer in the driver's
+        process included), per trade produced."""
+        trades = len(self.freshness) + self.freshness_missing
+        cpu = sum(self.cpu_s.get("freshness", {}).values())
+        return cpu / trades * 1e6 if trades else float("nan")
 
     def percentile(self, values: list[float], p: float) -> float:
         if not values:

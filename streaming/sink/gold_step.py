@@ -32,6 +32,7 @@ from streaming.medallion.history import CARRIED_OVER, REPLAY, carried_over, chan
 from streaming.medallion.lateness import EPOCH, judged_watermark, late_trade_rows, too_late
 from streaming.medallion.replay import recount
 from streaming.metrics.counters import METRICS
+from streaming.metrics.phase_times import NOT_TIMED, PhaseTimes
 
 log = logging.getLogger(__name__)
 CARRIED_OVER_DONE = 2**62  # the batch id of the carried-over history's last day
@@ -83,9 +84,10 @@ def carry_over_history(lake: Lake, history_was_there: bool) -> None:
 class GoldStep:
     """Gold's tables for one sink, a batch at a time."""
 
-    def __init__(self, settings: Settings, lake: Lake):
+    def __init__(self, settings: Settings, lake: Lake, phases: PhaseTimes = NOT_TIMED):
         self.settings = settings
         self.lake = lake
+        self.phases = phases
 
     def add_summed(self, late: pa.Table, sums: pa.Table, ledger: pa.Table, batch: Batch) -> None:
         """What the tasks judged and summed of the trades new to silver: the too-late ones, the
@@ -93,7 +95,11 @@ class GoldStep:
         with self.lake.writing(*GOLD_WRITES):
             self.lake.at_once(lambda: self.record_late(late, ledger, batch),
                               lambda: self.update_gold(sums, ledger, batch, Write.ADD),
-                              lambda: self.lake.publish(BATCH_WATERMARKS, ledger, batch))
+                              lambda: self.ledger(ledger, batch))
+
+    def ledger(self, ledger: pa.Table, batch: Batch) -> None:
+        with self.phases.timed("ledger"):
+            self.lake.publish(BATCH_WATERMARKS, ledger, batch)
 
     def count_kept(self, kept: pa.Table, ledger: pa.Table, batch: Batch, recount: bool) -> int:
         """The trades silver kept from the batch's records (lateness.LATE_CANDIDATE_COLUMNS)
@@ -133,20 +139,23 @@ class GoldStep:
         if sums.num_rows == 0:
             return
         now = datetime.now(timezone.utc)
-        current = rows_between(self.lake, GOLD, "window_start", pc.min(sums["window_start"]).as_py(),
-                               pc.max(sums["window_start"]).as_py()).to_pandas()
+        with self.phases.timed("gold_read"):
+            current = rows_between(self.lake, GOLD, "window_start", pc.min(sums["window_start"]).as_py(),
+                                   pc.max(sums["window_start"]).as_py()).to_pandas()
         after = sums.to_pandas() if write is Write.UPSERT else added(current, sums.to_pandas())
         judged = judged_watermark(ledger)
         watermark, delay = (judged if judged > EPOCH else None), self.settings.watermark
         causes = REPLAY if write is Write.UPSERT else stream_causes(after, watermark, delay)
         # Corrections and history before gold: they need the windows as they stood before this
         # batch, and a batch run again after a crash finds gold without it until gold's commit.
-        self.lake.at_once(
-            lambda: self.lake.publish(CORRECTIONS, METRICS.corrected(find_corrections(
-                current, after, watermark, delay, now, batch.id, batch.writer)), batch),
-            lambda: self.lake.publish(SUMMARY_HISTORY, change_rows(current, after, causes, now, batch.writer,
-                                                                   batch.id), batch))
-        self.lake.publish(GOLD, gold_rows(sums, batch.id, now), batch, write=write)
+        with self.phases.timed("history"):
+            self.lake.at_once(
+                lambda: self.lake.publish(CORRECTIONS, METRICS.corrected(find_corrections(
+                    current, after, watermark, delay, now, batch.id, batch.writer)), batch),
+                lambda: self.lake.publish(SUMMARY_HISTORY, change_rows(current, after, causes, now, batch.writer,
+                                                                       batch.id), batch))
+        with self.phases.timed("gold"):
+            self.lake.publish(GOLD, gold_rows(sums, batch.id, now), batch, write=write)
 
     def recounted(self, kept: pa.Table) -> pa.Table:
         """The windows these trades fall in, recounted from all of silver's trades in them but

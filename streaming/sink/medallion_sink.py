@@ -9,9 +9,10 @@ Per micro-batch, in this order:
 3. the ledger (gold/batch_watermarks) records the offsets the batch read and that watermark.
 
 Records read for the first time are parsed and written where they are read, by Spark's tasks
-(task_writes.py), and the driver commits their files; records that may have been read before
-(read_before.py) are collected and written by the driver through MERGEs. The gold step is
-gold_step.py either way.
+(task_writes.py), or for a live batch of one share by the same code in the driver (its records
+collected as Arrow: no Python worker in between), and the driver commits their files; records
+that may have been read before (read_before.py) are collected and written by the driver through
+MERGEs. The gold step is gold_step.py either way.
 
 Each table records the batch id in its own commit, so a batch that Spark runs again after a
 crash skips the tables that have it and completes the others. Adding is only safe for trades
@@ -51,6 +52,7 @@ from streaming.medallion.lateness import EPOCH, LATE_CANDIDATE_COLUMNS, judged_w
 from streaming.medallion.silver.arrow import parse_records, quarantine_rows, silver_rows
 from streaming.medallion.silver.guard import screened
 from streaming.metrics.counters import METRICS, oldest_arrival, quarantine_reasons, reason_counts
+from streaming.metrics.phase_times import PhaseTimes
 from streaming.sink.gold_step import GoldStep
 from streaming.sink.read_before import ReadBefore, rewinds
 from streaming.sink.seen_ids import SilverBefore, TradeIds, id_keys
@@ -77,7 +79,8 @@ class MedallionSink:
         self.read_before = ReadBefore(lake)
         self.trade_ids = TradeIds(lake)  # silver's trade_ids, hashed, of the days in play
         self.silver_before = SilverBefore(lake, self.trade_ids)
-        self.gold = GoldStep(settings, lake)
+        self.phases = PhaseTimes()  # the last live batches' time, phase by phase (the bench reads it)
+        self.gold = GoldStep(settings, lake, self.phases)
 
     @functools.cached_property
     def query_id(self) -> str:
@@ -94,7 +97,9 @@ class MedallionSink:
         # The stream's jobs go first, before a reconciliation's (fairscheduler.xml).
         batch.sparkSession.sparkContext.setLocalProperty("spark.scheduler.pool", "stream")
         started = time.perf_counter()
-        read, previous = self.checkpoint.offset_log(batch_id), self.checkpoint.offset_log(batch_id - 1)
+        self.phases.begin()
+        with self.phases.timed("offsets"):
+            read, previous = self.checkpoint.offset_log(batch_id), self.checkpoint.offset_log(batch_id - 1)
         for said in rewinds(read, previous, datetime.now(timezone.utc)):
             self.data_loss = said
             METRICS.lost(0)
@@ -116,6 +121,7 @@ class MedallionSink:
         self.latest_for, self.last_done = batch_id + 1, batch_id
         if self.latest is not None and self.latest - self.settings.watermark > EPOCH:
             self.watermark = self.latest - self.settings.watermark
+        self.phases.end(pc.sum(pc.subtract(ledger["end_offset"], ledger["start_offset"])).as_py() or 0)
         METRICS.batch_seconds.labels(self.query_name).observe(time.perf_counter() - started)
 
     def continue_from(self, latest: datetime | None) -> None:
@@ -145,10 +151,15 @@ class MedallionSink:
         plan = BatchPlan(self.lake.root, self.lake.storage_options, judged_watermark(ledger),
                          self.settings.window, datetime.now(timezone.utc), latest, self.settings.max_event_time_jump)
         records = pc.sum(pc.subtract(ledger["end_offset"], ledger["start_offset"])).as_py()
-        shares = batch.coalesce(1) if records <= ONE_SHARE_UP_TO else batch
-        results = TaskResults(shares.mapInArrow(ShareWriter(plan), ShareWriter.SCHEMA).toArrow())
-        new_ids = results.new_id_keys()
-        if results.same_trade_kept_twice() or self.trade_ids.known(*new_ids).any():
+        with self.phases.timed("job"):
+            if records <= ONE_SHARE_UP_TO:  # one share, written here: no Python worker to hand it to
+                results = TaskResults(ShareWriter(plan).results_of(batch.coalesce(1).toArrow()))
+            else:
+                results = TaskResults(batch.mapInArrow(ShareWriter(plan), ShareWriter.SCHEMA).toArrow())
+        with self.phases.timed("ids"):
+            new_ids = results.new_id_keys()
+            seen = results.same_trade_kept_twice() or self.trade_ids.known(*new_ids).any()
+        if seen:
             # Two tasks each kept a first copy of one trade (sent with two keys, so into two Kafka
             # partitions, or on both sides of where a partition's range was cut), or a task kept a
             # trade whose id silver has (delivered again, or a conflicting record): the silver and
@@ -160,11 +171,13 @@ class MedallionSink:
         ledger = self.count_losses(ledger, results.first_offsets())
         # Any of the three may land first: a batch run again after a crash in between finds one
         # committed (read_before) and goes through the driver, which completes the others.
-        self.lake.at_once(*(functools.partial(self.lake.commit_files, table, results.files(table), this)
-                            for table in (BRONZE, SILVER, QUARANTINE)))
+        with self.phases.timed("bronze_silver"):
+            self.lake.at_once(*(functools.partial(self.lake.commit_files, table, results.files(table), this)
+                                for table in (BRONZE, SILVER, QUARANTINE)))
         self.trade_ids.add(*new_ids)
         late = results.table(LATE)
-        self.gold.add_summed(late, merge_window_sums(results.tables(SUMS)), ledger, this)
+        with self.phases.timed("gold_step"):
+            self.gold.add_summed(late, merge_window_sums(results.tables(SUMS)), ledger, this)
         METRICS.batch_written(self.query_name, sum(f.rows for f in results.files(BRONZE)),
                               sum(f.rows for f in results.files(SILVER)), late.num_rows,
                               quarantine_reasons(results.files(QUARANTINE), self.lake.location(QUARANTINE),

@@ -1,7 +1,9 @@
 """What each Spark task does with its share of a micro-batch, where the data is (medallion_sink.py runs
 it through `mapInArrow` over the batch's Kafka records, one task per share: Spark's Kafka source
-cuts a batch into at least one share per core and at most MAX_RECORDS_PER_SHARE records each,
-and a live batch of up to ONE_SHARE_UP_TO records is one share):
+cuts a batch into at least one share per core and at most MAX_RECORDS_PER_SHARE records each;
+a live batch of up to ONE_SHARE_UP_TO records is one share, which the driver writes itself from
+the records collected as Arrow (ShareWriter.results_of): a Python worker would add its hand-over
+to the batch's time, docs/performance.md#freshness):
 
 * parses its share's records (silver.arrow.parse_records), so each record is parsed and written in
   one Python process;
@@ -105,6 +107,10 @@ class ShareWriter:
             parsed = [parse_records(pa.Table.from_batches([batch], KAFKA_RECORDS)) for batch in records]
             results = list(self.write_parsed(pa.concat_tables(parsed))) if parsed else []
         yield from results
+
+    def results_of(self, records: pa.Table) -> pa.Table:
+        """The share's results (RESULT_COLUMNS) from its records as one table, in this process."""
+        return pa.Table.from_batches(list(self(records.to_batches())), RESULT_COLUMNS)
 
     def write_parsed(self, rows: pa.Table) -> Iterator[pa.RecordBatch]:
         """The share's records parsed (parse_records) -> the tables' files and the driver's results."""
