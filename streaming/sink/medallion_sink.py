@@ -9,10 +9,10 @@ Per micro-batch, in this order:
 3. the ledger (gold/batch_watermarks) records the offsets the batch read and that watermark.
 
 Records read for the first time are parsed and written where they are read, by Spark's tasks
-(task_writes.py), or for a live batch of one share by the same code in the driver (its records
-collected as Arrow: no Python worker in between), and the driver commits their files; records
-that may have been read before (read_before.py) are collected and written by the driver through
-MERGEs. The gold step is gold_step.py either way.
+(task_writes.py), or for a live batch of one share on a local master by the same code in the
+driver (its records collected as Arrow: no Python worker in between), and the driver commits
+their files; records that may have been read before (read_before.py) are collected and written
+by the driver through MERGEs. The gold step is gold_step.py either way.
 
 Each table records the batch id in its own commit, so a batch that Spark runs again after a
 crash skips the tables that have it and completes the others. Adding is only safe for trades
@@ -79,6 +79,7 @@ class MedallionSink:
         self.read_before = ReadBefore(lake)
         self.trade_ids = TradeIds(lake)  # silver's trade_ids, hashed, of the days in play
         self.silver_before = SilverBefore(lake, self.trade_ids)
+        self.local_master: bool | None = None  # whether Spark runs in this process (known at the first batch)
         self.phases = PhaseTimes()  # the last live batches' time, phase by phase (the bench reads it)
         self.gold = GoldStep(settings, lake, self.phases)
 
@@ -151,11 +152,16 @@ class MedallionSink:
         plan = BatchPlan(self.lake.root, self.lake.storage_options, judged_watermark(ledger),
                          self.settings.window, datetime.now(timezone.utc), latest, self.settings.max_event_time_jump)
         records = pc.sum(pc.subtract(ledger["end_offset"], ledger["start_offset"])).as_py()
+        if self.local_master is None:
+            self.local_master = (batch.sparkSession.sparkContext.master or "").startswith("local")
         with self.phases.timed("job"):
-            if records <= ONE_SHARE_UP_TO:  # one share, written here: no Python worker to hand it to
+            # One share on this machine is written here, with no Python worker to hand it to; on a
+            # cluster the executors write, next to the data, and the driver only commits.
+            if records <= ONE_SHARE_UP_TO and self.local_master:
                 results = TaskResults(ShareWriter(plan).results_of(batch.coalesce(1).toArrow()))
             else:
-                results = TaskResults(batch.mapInArrow(ShareWriter(plan), ShareWriter.SCHEMA).toArrow())
+                shares = batch.coalesce(1) if records <= ONE_SHARE_UP_TO else batch
+                results = TaskResults(shares.mapInArrow(ShareWriter(plan), ShareWriter.SCHEMA).toArrow())
         with self.phases.timed("ids"):
             new_ids = results.new_id_keys()
             seen = results.same_trade_kept_twice() or self.trade_ids.known(*new_ids).any()

@@ -1,9 +1,9 @@
 """What each Spark task does with its share of a micro-batch, where the data is (medallion_sink.py runs
 it through `mapInArrow` over the batch's Kafka records, one task per share: Spark's Kafka source
 cuts a batch into at least one share per core and at most MAX_RECORDS_PER_SHARE records each;
-a live batch of up to ONE_SHARE_UP_TO records is one share, which the driver writes itself from
-the records collected as Arrow (ShareWriter.results_of): a Python worker would add its hand-over
-to the batch's time, docs/performance.md#freshness):
+a live batch of up to ONE_SHARE_UP_TO records is one share, which on a local master the driver
+writes itself from the records collected as Arrow (ShareWriter.results_of): a Python worker would
+add its hand-over to the batch's time, docs/live-batch.md):
 
 * parses its share's records (silver.arrow.parse_records), so each record is parsed and written in
   one Python process;

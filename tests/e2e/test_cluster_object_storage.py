@@ -132,7 +132,8 @@ def test_a_standalone_cluster_writes_exact_tables_to_object_storage_and_restarts
         # The executors wrote the files: their working dirs are under the workers' work dirs.
         writers = writers_of(lake, BRONZE, options) + writers_of(lake, SILVER, options)
         worker_dirs = [str(d.resolve()) for d in cluster.worker_dirs]
-        assert writers and all(any(w["cwd"].startswith(d) for d in worker_dirs) for w in writers), writers
+        elsewhere = [w for w in writers if not any(w["cwd"].startswith(d) for d in worker_dirs)]
+        assert writers and not elsewhere, (elsewhere, worker_dirs)
         assert not (tmp_path / "unused-broker").exists()  # an external broker: no embedded one started
 
         second = trades(300, 200)
