@@ -61,6 +61,11 @@ from streaming.sink.task_writes import LATE, ONE_SHARE_UP_TO, SUMS, BatchPlan, S
 log = logging.getLogger(__name__)
 
 
+def records_read(ledger: pa.Table) -> int:
+    """How many Kafka records the batch's ledger rows span."""
+    return pc.sum(pc.subtract(ledger["end_offset"], ledger["start_offset"])).as_py() or 0
+
+
 class MedallionSink:
     """A foreachBatch function writing every table idempotently for one checkpoint."""
 
@@ -122,7 +127,7 @@ class MedallionSink:
         self.latest_for, self.last_done = batch_id + 1, batch_id
         if self.latest is not None and self.latest - self.settings.watermark > EPOCH:
             self.watermark = self.latest - self.settings.watermark
-        self.phases.end(pc.sum(pc.subtract(ledger["end_offset"], ledger["start_offset"])).as_py() or 0)
+        self.phases.end(records_read(ledger))
         METRICS.batch_seconds.labels(self.query_name).observe(time.perf_counter() - started)
 
     def continue_from(self, latest: datetime | None) -> None:
@@ -151,7 +156,7 @@ class MedallionSink:
         this = self.batch(batch_id)
         plan = BatchPlan(self.lake.root, self.lake.storage_options, judged_watermark(ledger),
                          self.settings.window, datetime.now(timezone.utc), latest, self.settings.max_event_time_jump)
-        records = pc.sum(pc.subtract(ledger["end_offset"], ledger["start_offset"])).as_py()
+        records = records_read(ledger)
         if self.local_master is None:
             self.local_master = (batch.sparkSession.sparkContext.master or "").startswith("local")
         with self.phases.timed("job"):
