@@ -68,11 +68,11 @@ def first_open_day(newest: date | None, today: date | None = None) -> date:
     return min(today, newest or today) - timedelta(days=OPEN_DAYS - 1)
 
 
-def must_wait_for_roll(table: Table, rows: pa.Table, may_remove_files: bool) -> bool:
+def must_wait_for_roll(table: Table, rows: pa.Table, may_remove_files: bool, today: date | None = None) -> bool:
     """Whether a MERGE of these rows (stored_rows) into the table must hold its rewrite lock."""
     if not table.day_of or rows.num_rows == 0:
         return False
-    return may_remove_files or pc.min(rows[DAY]).as_py() < first_open_day(None)
+    return may_remove_files or pc.min(rows[DAY]).as_py() < first_open_day(None, today)
 
 
 def compact_now_and_then(table: Table, location: str, open_table: Opener) -> None:

@@ -15,7 +15,7 @@ from streaming.lake.increments import FileIncrements, Span
 from streaming.lake.store import Batch, Lake
 from streaming.lake.tables import BRONZE, DAY, SILVER, Write
 
-TODAY = datetime.now(timezone.utc).date()  # the writer's compaction tells open days by the clock
+TODAY = datetime.now(timezone.utc).date()  # read once: calls pass it, so a run across midnight agrees with itself
 
 
 def silver(ids: list[str], times: list[datetime], offset: int = 0) -> pa.Table:
@@ -105,7 +105,7 @@ def test_which_closed_days_are_rolled():
     assert partitions.days_to_roll(actions, open_day, file_bytes=120) == [older, old]
     assert partitions.days_to_roll(files((older, 10)), open_day, file_bytes=100) == []  # one file: nothing to roll
     assert partitions.first_open_day(TODAY, TODAY) == open_day
-    assert partitions.first_open_day(None) == open_day
+    assert partitions.first_open_day(None, TODAY) == open_day
     assert partitions.first_open_day(TODAY + timedelta(days=1), TODAY) == open_day  # a trade dated tomorrow
     assert partitions.first_open_day(date(2026, 3, 2), TODAY) == date(2026, 3, 1)  # data of the past, written now
 
@@ -217,8 +217,8 @@ def test_every_write_policy_of_a_partitioned_table_keeps_one_row_per_key(tmp_pat
 def test_a_merge_waits_for_a_roll_only_if_it_may_remove_files_or_reads_a_closed_day():
     today = SILVER.stored_rows(silver(["a", "b"], [at(TODAY), at(TODAY - timedelta(days=1))]))
     with_closed = SILVER.stored_rows(silver(["a", "b"], [at(TODAY), at(TODAY - timedelta(days=2))]))
-    assert not partitions.must_wait_for_roll(SILVER, today, may_remove_files=False)  # a redelivery: inserts only
-    assert partitions.must_wait_for_roll(SILVER, today, may_remove_files=True)  # a record read again: replaced
-    assert partitions.must_wait_for_roll(SILVER, with_closed, may_remove_files=False)
+    assert not partitions.must_wait_for_roll(SILVER, today, may_remove_files=False, today=TODAY)  # inserts only
+    assert partitions.must_wait_for_roll(SILVER, today, may_remove_files=True, today=TODAY)  # a record read again
+    assert partitions.must_wait_for_roll(SILVER, with_closed, may_remove_files=False, today=TODAY)
     unpartitioned = dataclasses.replace(SILVER, day_of=None)
     assert not partitions.must_wait_for_roll(unpartitioned, unpartitioned.stored_rows(with_closed), True)  # no roll
