@@ -156,8 +156,8 @@ def keep_batch_phases(pipeline, results: Results) -> None:
         results.sink_phases = [{k: v * 1000 for k, v in batch.items() if k != "records"}
                                for batch in sink.phases.batches()]
     for query in pipeline.queries:
-        results.spark_phases += [dict(progress.durationMs) for progress in query.recentProgress
-                                 if progress.numInputRows > 0]
+        results.spark_phases += [dict(progress["durationMs"]) for progress in pipeline.progress(query)
+                                 if progress.get("numInputRows")]
 
 
 def run_freshness(spark, settings: Settings, rate: float, seconds: float, results: Results) -> None:

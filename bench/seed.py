@@ -146,7 +146,7 @@ class SeedTrades:
         self.next_offset = np.zeros(PARTITIONS, np.int64)
 
     def records(self, start: int, count: int) -> pa.Table:
-        """Trades start .. start + count - 1 as Kafka records (tasks_writes.KAFKA_RECORDS' columns)."""
+        """Trades start .. start + count - 1 as Kafka records (range_reader.KAFKA_RECORDS' columns)."""
         plan, rng = self.plan, self.rng
         index = np.arange(start, start + count, dtype=np.int64)
         day, per_day = index // plan.per_day, plan.per_day

@@ -21,12 +21,13 @@ import pyarrow as pa
 
 from streaming.config import Settings
 from streaming.kafka.clients import offsets_at
+from streaming.kafka.range_reader import KAFKA_RECORDS
 from streaming.lake.checkpoints import OffsetLogEntry
 from streaming.lake.lookups import bronze_first_offsets_since, bronze_records_in, latest_event_time_before
 from streaming.lake.store import Lake
 from streaming.medallion.lateness import EPOCH, ledger_rows
 from streaming.sink.medallion_sink import MedallionSink
-from streaming.sink.task_writes import KAFKA_RECORDS, MAX_RECORDS_PER_SHARE
+from streaming.sink.task_writes import MAX_RECORDS_PER_SHARE
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,6 @@ from typing import Callable
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
-from pyspark.sql.streaming.listener import StreamingQueryProgress
 
 from streaming.config import LoadSettings, Settings, format_duration
 from streaming.jobs.bronze_replay import ReplayPlan, plan_replay, replay_from_bronze, said_where_from
@@ -119,6 +118,27 @@ def ran_a_batch(progress: dict) -> bool:
     return "addBatch" in (progress.get("durationMs") or {})
 
 
+def with_records_read(progress: dict, sink: MedallionSink | None) -> dict:
+    """Spark counts a batch's input rows in the plan it ran: a live batch whose records the sink
+    fetched itself ran none, so its report gets the sink's count and Spark's two rates from it."""
+    return with_count(progress, sink.read_by if sink else None)
+
+
+def with_count(progress: dict, read_by: Callable[[int], tuple[int, float | None] | None] | None) -> dict:
+    """with_records_read, given the sink's read_by (batch id -> records read, seconds since the
+    batch before started)."""
+    if progress.get("numInputRows") or not ran_a_batch(progress) or read_by is None:
+        return progress
+    read = read_by(progress.get("batchId", -1))
+    if read is None or read[0] == 0:
+        return progress
+    records, since_previous_s = read
+    took_s = progress["durationMs"].get("triggerExecution", 0) / 1000
+    return {**progress, "numInputRows": records,
+            "inputRowsPerSecond": records / since_previous_s if since_previous_s else progress.get("inputRowsPerSecond"),
+            "processedRowsPerSecond": records / took_s if took_s else progress.get("processedRowsPerSecond")}
+
+
 def without_a_batch(progress: dict) -> dict:
     """An idle report before any batch ran, without the report's own time and duration: no batch
     to tell of (its offsets stay: where the query stands)."""
@@ -213,6 +233,7 @@ class Pipeline(SparkJob):
         sink = MedallionSink(self.settings, self.lake, self.checkpoints.query(MEDALLION_QUERY))
         if MEDALLION_QUERY in self.sinks:  # a restart: what the operator was told stays said
             sink.data_loss = self.sinks[MEDALLION_QUERY].data_loss
+            self.sinks[MEDALLION_QUERY].close()
         self.sinks[MEDALLION_QUERY] = sink
         replay, self._replay = self._replay, None  # a query restarted later resumes its checkpoint
         if replay is None:
@@ -220,15 +241,17 @@ class Pipeline(SparkJob):
         replay_from_bronze(self.lake, sink, replay, writer=f"replay-{uuid.uuid4()}")
         return start_medallion_query(self.spark, self.settings, sink, starting_offsets=replay.kafka_from)
 
-    def progress(self, query: StreamingQuery) -> list[StreamingQueryProgress]:
-        return query.recentProgress
+    def progress(self, query: StreamingQuery) -> list[dict]:
+        """The query's recent progress reports, with the records of the batches the sink read itself."""
+        sink = self.sinks.get(query.name)
+        return [with_records_read(p, sink) for p in query.recentProgress]
 
     def status(self) -> list[QueryStatus]:
         return [self._status(q) for q in self.queries]
 
     def _status(self, query: StreamingQuery) -> QueryStatus:
         restarts = self.restarts.get(query.name, Restarts())
-        progress: dict = query.lastProgress or {}
+        progress: dict = with_records_read(query.lastProgress or {}, self.sinks.get(query.name))
         if ran_a_batch(progress):
             self._last_batches[query.name] = progress
         # A quiet query's status stays its last batch's (when it ran, how long it took), so an
@@ -278,6 +301,8 @@ class Pipeline(SparkJob):
 
     def stop(self, grace_s: float = 10.0) -> None:
         stop_queries(self.queries, grace_s)
+        for sink in self.sinks.values():
+            sink.close()
 
 
 def stop_queries(queries: list[StreamingQuery], grace_s: float = 10.0) -> None:

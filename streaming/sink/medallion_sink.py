@@ -10,8 +10,8 @@ Per micro-batch, in this order:
 
 Records read for the first time are parsed and written where they are read, by Spark's tasks
 (task_writes.py), or for a live batch of one share on a local master by the same code in the
-driver (its records collected as Arrow: no Python worker in between), and the driver commits
-their files; records that may have been read before (read_before.py) are collected and written
+driver (its records fetched from Kafka here, kafka/range_reader.py: no Spark job), and the
+driver commits their files; records that may have been read before (read_before.py) are collected and written
 by the driver through MERGEs. The gold step is gold_step.py either way.
 
 Each table records the batch id in its own commit, so a batch that Spark runs again after a
@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
+from collections import deque
 from datetime import datetime, timezone
 
 import pyarrow as pa
@@ -34,6 +35,7 @@ from pyspark.sql import DataFrame
 
 from streaming.config import Settings
 from streaming.kafka.clients import log_starts
+from streaming.kafka.range_reader import RangeReader
 from streaming.lake.checkpoints import OffsetLogEntry, QueryCheckpoint
 from streaming.lake.lookups import (
     holds_records_of,
@@ -87,6 +89,22 @@ class MedallionSink:
         self.local_master: bool | None = None  # whether Spark runs in this process (known at the first batch)
         self.phases = PhaseTimes()  # the last live batches' time, phase by phase (the bench reads it)
         self.gold = GoldStep(settings, lake, self.phases)
+        self.reader = RangeReader(settings.kafka_client_config())  # a live batch's records, on a local master
+        # (batch id, records it read, when it started): Spark counts none for a batch read here.
+        self.reads: deque[tuple[int, int, float]] = deque(maxlen=128)
+
+    def close(self) -> None:
+        self.reader.close()
+
+    def read_by(self, batch_id: int) -> tuple[int, float | None] | None:
+        """The records batch `batch_id` read and the seconds since the batch before it started
+        (None when not known), if it is among the last ones this sink ran."""
+        before = None
+        for done, records, started in self.reads:
+            if done == batch_id:
+                return records, None if before is None else started - before
+            before = started
+        return None
 
     @functools.cached_property
     def query_id(self) -> str:
@@ -128,6 +146,7 @@ class MedallionSink:
         if self.latest is not None and self.latest - self.settings.watermark > EPOCH:
             self.watermark = self.latest - self.settings.watermark
         self.phases.end(records_read(ledger))
+        self.reads.append((batch_id, records_read(ledger), started))
         METRICS.batch_seconds.labels(self.query_name).observe(time.perf_counter() - started)
 
     def continue_from(self, latest: datetime | None) -> None:
@@ -163,7 +182,8 @@ class MedallionSink:
             # One share on this machine is written here, with no Python worker to hand it to; on a
             # cluster the executors write, next to the data, and the driver only commits.
             if records <= ONE_SHARE_UP_TO and self.local_master:
-                results = TaskResults(ShareWriter(plan).results_of(batch.coalesce(1).toArrow()))
+                read = self.reader.read(ledger)  # the batch's ranges, fetched here: no Spark job
+                results = TaskResults(ShareWriter(plan).results_of(batch.coalesce(1).toArrow() if read is None else read))
             else:
                 shares = batch.coalesce(1) if records <= ONE_SHARE_UP_TO else batch
                 results = TaskResults(shares.mapInArrow(ShareWriter(plan), ShareWriter.SCHEMA).toArrow())

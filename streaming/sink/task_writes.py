@@ -2,8 +2,9 @@
 it through `mapInArrow` over the batch's Kafka records, one task per share: Spark's Kafka source
 cuts a batch into at least one share per core and at most MAX_RECORDS_PER_SHARE records each;
 a live batch of up to ONE_SHARE_UP_TO records is one share, which on a local master the driver
-writes itself from the records collected as Arrow (ShareWriter.results_of): a Python worker would
-add its hand-over to the batch's time, docs/live-batch.md):
+writes itself (ShareWriter.results_of) from the records it fetched from Kafka (range_reader.py),
+or else collected from Spark as Arrow: a Spark job and a Python worker would add their fixed costs
+to the batch's time, docs/live-batch.md):
 
 * parses its share's records (silver.arrow.parse_records), so each record is parsed and written in
   one Python process;
@@ -33,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from streaming.kafka.range_reader import KAFKA_RECORDS
 from streaming.lake.files import DataFile
 from streaming.lake.lookups import offset_ranges
 from streaming.lake.store import Lake
@@ -51,11 +53,6 @@ MAX_RECORDS_PER_SHARE = 100_000
 # A batch this small is one share, whatever the partitions it spans: a task's fixed cost is most
 # of a live batch's time, and more tasks than cores wait for one (docs/real-parts-ab.md).
 ONE_SHARE_UP_TO = 20_000
-# The columns of Spark's Kafka source, as its Arrow batches carry them.
-KAFKA_RECORDS = pa.schema([
-    ("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()), ("partition", pa.int32()),
-    ("offset", pa.int64()), ("timestamp", pa.timestamp("us", tz="UTC")), ("timestampType", pa.int32()),
-])
 FILE, SUMS, LATE, NEW_IDS, LATEST, READ = "file", "sums", "late", "new_ids", "latest", "read"
 RESULT_COLUMNS = pa.schema([("kind", pa.string()), ("table", pa.string()), ("path", pa.string()),
                             ("size", pa.int64()), ("num_rows", pa.int64()), ("stats", pa.string()),

@@ -10,9 +10,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from streaming.kafka.range_reader import KAFKA_RECORDS
 from streaming.lake.store import Lake
 from streaming.lake.tables import BRONZE, QUARANTINE, SILVER
-from streaming.sink.task_writes import KAFKA_RECORDS, LATE, SUMS, BatchPlan, ShareWriter, TaskResults
+from streaming.sink.task_writes import LATE, SUMS, BatchPlan, ShareWriter, TaskResults
 from tests.support.corpus import BAD, DAY, raw, trade
 
 UTC = timezone.utc
