@@ -52,6 +52,9 @@ def server_properties(log_dirs: Path, port: int, controller_port: int, offsets_p
         "log.cleaner.dedupe.buffer.size": str(8 * 1024 * 1024),
         # A short topic retention acts within a minute rather than five.
         "log.retention.check.interval.ms": "60000",
+        # The lone controller appends a no-op record to its metadata log this often (500 ms by
+        # default): a third of the idle broker's CPU (docs/live-batch.md#idle).
+        "metadata.max.idle.interval.ms": "5000",
     }
     return "".join(f"{key}={value}\n" for key, value in settings.items())
 
