@@ -174,6 +174,8 @@ def summary_line(result: PageRun) -> str:
         parts.append(f"poll_update_p95_ms={max(result.figures('poll', n)['update_p95_ms'] for n in polled):.2f}")
     if len(polled) >= 2:
         parts.append(f"poll_batch_ratio={result.batch_ratio('poll'):.2f}")
+    if result.browser is not None:  # issue 47's name for it, beside python -m bench's idle_cores=
+        parts.append(f"pixel_p95_s={browser_figures(result)['trade_to_pixel_p95_s']:.2f}")
     missed = failed(result)
     return f"live-page: {' '.join(parts)} missed={','.join(missed) or 'none'} verdict={'fail' if missed else 'pass'}"
 

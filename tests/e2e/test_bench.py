@@ -66,7 +66,7 @@ def test_the_live_page_bench_measures_a_browser_and_viewers_and_writes_its_secti
     assert re.search(r"trades=[1-9]\d* unshown=0 trade_to_pixel_p50_s=[\d.]+ trade_to_pixel_p95_s=[\d.]+ ", browser)
     assert "page_errors=0" in browser, browser
     assert re.fullmatch(r"live-page: trade_to_pixel_p95_s=[\d.]+ heap_growth_mib=-?[\d.]+ push_update_p95_ms=[\d.]+ "
-                        r"push_batch_ratio=[\d.]+ poll_update_p95_ms=[\d.]+ poll_batch_ratio=[\d.]+ "
+                        r"push_batch_ratio=[\d.]+ poll_update_p95_ms=[\d.]+ poll_batch_ratio=[\d.]+ pixel_p95_s=[\d.]+ "
                         r"missed=\S+ verdict=(pass|fail)", lines[-1]), lines[-1]
     report = (out / "benchmarks.md").read_text()
     assert "## Live page: 0.3 min in Chromium, 1, 2 viewers at 300 trades/s" in report and lines[-1] in report

@@ -84,7 +84,7 @@ def test_the_verdict_holds_every_measured_target_and_never_passes_a_missing_figu
     assert report.failed(result) == ["push_batch_ratio"]  # 1.3 > 1.2
     line = report.summary_line(result)
     assert line.startswith("live-page: trade_to_pixel_p95_s=0.80 heap_growth_mib=3.00 ")
-    assert line.endswith("missed=push_batch_ratio verdict=fail")
+    assert line.endswith(" pixel_p95_s=0.80 missed=push_batch_ratio verdict=fail")
     result.run.batches = [(t + 0.5, 100.0) for t in range(80)]
     assert report.summary_line(result).endswith("missed=none verdict=pass")
     assert report.failed(with_browser(result, growth=25.0, pixel_s=1.2)) == ["trade_to_pixel_p95_s",
