@@ -95,6 +95,8 @@ class RangeReader:
                 if offset >= wanted[where][1]:
                     pending.discard(where)
                     continue
+                if offset < next_offset.get(where, wanted[where][0]):
+                    continue  # before the range, or had: left from an earlier assignment
                 kind, millis = message.timestamp()
                 columns["key"].append(message.key())
                 columns["value"].append(message.value())
