@@ -134,9 +134,10 @@ def with_count(progress: dict, read_by: Callable[[int], tuple[int, float | None]
         return progress
     records, since_previous_s = read
     took_s = progress["durationMs"].get("triggerExecution", 0) / 1000
-    return {**progress, "numInputRows": records,
-            "inputRowsPerSecond": records / since_previous_s if since_previous_s else progress.get("inputRowsPerSecond"),
-            "processedRowsPerSecond": records / took_s if took_s else progress.get("processedRowsPerSecond")}
+    input_rate = records / since_previous_s if since_previous_s else progress.get("inputRowsPerSecond")
+    processed_rate = records / took_s if took_s else progress.get("processedRowsPerSecond")
+    return {**progress, "numInputRows": records, "inputRowsPerSecond": input_rate,
+            "processedRowsPerSecond": processed_rate}
 
 
 def without_a_batch(progress: dict) -> dict:

@@ -16,7 +16,7 @@ import time
 from typing import Mapping
 
 import pyarrow as pa
-from confluent_kafka import KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from streaming.kafka.clients import consumer
 
@@ -43,7 +43,7 @@ class RangeReader:
     def __init__(self, config: Mapping[str, str], timeout_s: float = 2.0):
         self.config = dict(config)
         self.timeout_s = timeout_s
-        self._consumer = None
+        self._consumer: Consumer | None = None
         self.gave_up: str | None = None  # why a read last fell back to Spark
 
     def read(self, ranges: pa.Table) -> pa.Table | None:
@@ -54,9 +54,9 @@ class RangeReader:
                   if e > s}
         if not wanted:
             return KAFKA_RECORDS.empty_table()
-        if self._consumer is None:
-            self._consumer = consumer({**READER_DEFAULTS, **self.config}, "batch-reader", **READER_OWN)
         client = self._consumer
+        if client is None:
+            client = self._consumer = consumer({**READER_DEFAULTS, **self.config}, "batch-reader", **READER_OWN)
         client.assign([TopicPartition(t, p, s) for (t, p), (s, _) in sorted(wanted.items())])
         try:
             columns = self._fetch(client, wanted)
@@ -68,7 +68,7 @@ class RangeReader:
                                                                      ("offset", "ascending")])
         return records if self._starts_as_asked(records, wanted) else None
 
-    def _fetch(self, client, wanted: dict[tuple[str, int], tuple[int, int]]) -> dict[str, list] | None:
+    def _fetch(self, client: Consumer, wanted: dict[tuple[str, int], tuple[int, int]]) -> dict[str, list] | None:
         columns: dict[str, list] = {name: [] for name in KAFKA_RECORDS.names}
         pending = set(wanted)
         next_offset: dict[tuple[str, int], int] = {}
@@ -76,7 +76,8 @@ class RangeReader:
         while pending:
             left = deadline - time.monotonic()
             if left <= 0:
-                return self._give_up(f"ranges {sorted(pending)} not read within {self.timeout_s:g} s")
+                self._give_up(f"ranges {sorted(pending)} not read within {self.timeout_s:g} s")
+                return None
             # consume() waits until it has that many or its timeout has passed: ask for what is
             # left, so a batch's last record ends the wait, and a gap (a marker) costs 10 ms a round.
             left_to_read = sum(wanted[tp][1] - max(wanted[tp][0], next_offset.get(tp, 0)) for tp in pending)
@@ -85,13 +86,16 @@ class RangeReader:
                 error = message.error()
                 if error is not None:
                     if error.code() != KafkaError._PARTITION_EOF:
-                        return self._give_up(f"Kafka said {error.str()}")
-                    if where in pending and message.offset() >= wanted[where][1]:
+                        self._give_up(f"Kafka said {error.str()}")
+                        return None
+                    if where in pending and (message.offset() or 0) >= wanted[where][1]:
                         pending.discard(where)  # the end was a marker, not a record
                     continue
                 if where not in wanted:
                     continue
                 offset = message.offset()
+                if offset is None:
+                    continue
                 if offset >= wanted[where][1]:
                     pending.discard(where)
                     continue
@@ -126,7 +130,6 @@ class RangeReader:
         if why != self.gave_up:
             log.info("reading a batch through Spark: %s", why)
         self.gave_up = why
-        return None
 
     def close(self) -> None:
         if self._consumer is not None:

@@ -183,7 +183,8 @@ class MedallionSink:
             # cluster the executors write, next to the data, and the driver only commits.
             if records <= ONE_SHARE_UP_TO and self.local_master:
                 read = self.reader.read(ledger)  # the batch's ranges, fetched here: no Spark job
-                results = TaskResults(ShareWriter(plan).results_of(batch.coalesce(1).toArrow() if read is None else read))
+                records_here = batch.coalesce(1).toArrow() if read is None else read
+                results = TaskResults(ShareWriter(plan).results_of(records_here))
             else:
                 shares = batch.coalesce(1) if records <= ONE_SHARE_UP_TO else batch
                 results = TaskResults(shares.mapInArrow(ShareWriter(plan), ShareWriter.SCHEMA).toArrow())
