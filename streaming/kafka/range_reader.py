@@ -12,6 +12,7 @@ caller reads the batch through Spark, whose rules for it (failOnDataLoss, losses
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from typing import Mapping
 
@@ -45,10 +46,20 @@ class RangeReader:
         self.timeout_s = timeout_s
         self._consumer: Consumer | None = None
         self.gave_up: str | None = None  # why a read last fell back to Spark
+        self._lock = threading.Lock()
 
     def read(self, ranges: pa.Table) -> pa.Table | None:
         """ranges: topic, partition, start_offset, end_offset (a batch's ledger rows) -> the
         records in them (KAFKA_RECORDS, by partition and offset), or None to read through Spark."""
+        with self._lock:  # a stop's close() waits for a read under way (at most timeout_s)
+            try:
+                return self._read(ranges)
+            except Exception as exc:  # noqa: BLE001 - any failure here is Spark's read instead
+                self._give_up(f"the driver's read failed: {exc}")
+                self._close()
+                return None
+
+    def _read(self, ranges: pa.Table) -> pa.Table | None:
         wanted = {(t, p): (s, e) for t, p, s, e in zip(*(ranges[c].to_pylist() for c in
                                                           ("topic", "partition", "start_offset", "end_offset")))
                   if e > s}
@@ -132,6 +143,13 @@ class RangeReader:
         self.gave_up = why
 
     def close(self) -> None:
-        if self._consumer is not None:
-            self._consumer.close()
-            self._consumer = None
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
+        client, self._consumer = self._consumer, None
+        if client is not None:
+            try:
+                client.close()
+            except Exception as exc:  # noqa: BLE001 - a consumer that failed may not close cleanly
+                log.debug("closing the batch reader: %s", exc)

@@ -68,6 +68,12 @@ def records_read(ledger: pa.Table) -> int:
     return pc.sum(pc.subtract(ledger["end_offset"], ledger["start_offset"])).as_py() or 0
 
 
+def starts_known(ledger: pa.Table, known: frozenset[tuple[str, int]]) -> bool:
+    """Whether each of the batch's ranges starts where the batch before ended (else its ledger
+    start is a guess: 0)."""
+    return all(tp in known for tp in zip(ledger["topic"].to_pylist(), ledger["partition"].to_pylist()))
+
+
 class MedallionSink:
     """A foreachBatch function writing every table idempotently for one checkpoint."""
 
@@ -100,7 +106,7 @@ class MedallionSink:
         """The records batch `batch_id` read and the seconds since the batch before it started
         (None when not known), if it is among the last ones this sink ran."""
         before = None
-        for done, records, started in self.reads:
+        for done, records, started in tuple(self.reads):  # the batch thread appends meanwhile
             if done == batch_id:
                 return records, None if before is None else started - before
             before = started
@@ -182,7 +188,9 @@ class MedallionSink:
             # One share on this machine is written here, with no Python worker to hand it to; on a
             # cluster the executors write, next to the data, and the driver only commits.
             if records <= ONE_SHARE_UP_TO and self.local_master:
-                read = self.reader.read(ledger)  # the batch's ranges, fetched here: no Spark job
+                # The batch's ranges, fetched here (no Spark job) when the offset log gives their
+                # starts: a query's first batch may start past 0 (a replay), which only Spark knows.
+                read = self.reader.read(ledger) if starts_known(ledger, self.starts_known) else None
                 records_here = batch.coalesce(1).toArrow() if read is None else read
                 results = TaskResults(ShareWriter(plan).results_of(records_here))
             else:

@@ -58,3 +58,12 @@ def test_a_range_kafka_does_not_hold_is_left_to_spark_and_the_reader_reads_on(br
     finally:
         reader.close()
     assert reader.gave_up is not None
+
+
+def test_a_reader_that_cannot_even_start_is_left_to_spark_rather_than_failing_the_batch(broker, writer, topic):
+    writer.send({"account_id": "one-key", "n": 0})
+    partition = read_topic(broker.bootstrap_servers, topic)[0].partition()
+    reader = RangeReader({"bootstrap.servers": broker.bootstrap_servers, "no.such.setting": "1"})
+    assert reader.read(ranges(topic, {partition: (0, 1)})) is None
+    assert reader.gave_up is not None and "no.such.setting" in reader.gave_up
+    reader.close()
