@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from streaming.lake.store import Lake
 from streaming.lake.tables import SUMMARY_HISTORY
 from streaming.sink.gold_step import carry_over_history
 from streaming.sink.medallion_sink import MedallionSink
-from streaming.sink.task_writes import MAX_RECORDS_PER_SHARE
+from streaming.sink.task_writes import MAX_RECORDS_PER_SHARE, nothing
 
 log = logging.getLogger(__name__)
 
@@ -219,6 +220,7 @@ class Pipeline(SparkJob):
             self.checkpoints.remember_replay(self.settings.replay_from)
             log.info("replaying from Kafka time %s with fresh checkpoints%s", self.settings.replay_from.isoformat(),
                      f" (the old ones are kept in {moved})" if moved else "")
+        start_python_workers(self.spark)
         history_was_there = self.lake.open(SUMMARY_HISTORY) is not None
         self.lake.ensure_all()
         carry_over_history(self.lake, history_was_there)
@@ -304,6 +306,24 @@ class Pipeline(SparkJob):
         stop_queries(self.queries, grace_s)
         for sink in self.sinks.values():
             sink.close()
+
+
+def start_python_workers(spark: SparkSession) -> threading.Thread:
+    """Has Spark start its Python workers and import the tasks' code now, one per core, in the
+    background: the first batch written by Spark's tasks (a backlog at a start) would otherwise
+    wait seconds for them (docs/live-batch.md). Idle workers end after a minute."""
+    def run() -> None:
+        cores = spark.sparkContext.defaultParallelism
+        try:
+            began = time.monotonic()
+            spark.range(cores, numPartitions=cores).mapInArrow(nothing, "id long").collect()
+            log.debug("%d Python workers started in %.1f s", cores, time.monotonic() - began)
+        except Exception as exc:  # noqa: BLE001 - a stop under way; the first batch starts them itself
+            log.debug("Python workers not started ahead: %s", exc)
+
+    thread = threading.Thread(target=run, name="python-workers", daemon=True)
+    thread.start()
+    return thread
 
 
 def stop_queries(queries: list[StreamingQuery], grace_s: float = 10.0) -> None:

@@ -55,6 +55,10 @@ DRIVER_JVM_OPTIONS = ("-XX:+UseSerialGC -Xms64m "
                       "-XX:+IgnoreUnrecognizedVMOptions -XX:TrimNativeHeapInterval=5000")
 
 
+# Spark's Python daemon, whose workers start sooner (python_daemon.py).
+PYTHON_DAEMON = "streaming.run.python_daemon"
+
+
 # delta-spark's SQL and catalog: spark.read.format("delta"), DeltaTable.forPath, MERGE.
 DELTA_SESSION = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -226,6 +230,8 @@ def create_spark(master: str = "local[*]", app_name: str = "trade-summary", shuf
     )
     for key, value in LOCAL_CHECKPOINT_FILES.items():
         conf.set(key, value)
+    if is_local_master(master):  # executors elsewhere could not import it before their first task
+        conf.set("spark.python.daemon.module", PYTHON_DAEMON)
     if not {"spark.jars", "spark.jars.packages"} & set(dict(conf_overrides)):  # else the user's own
         conf.set("spark.jars", ",".join(spark_classpath(echo=log.info)))
     for key, value in DELTA_SESSION.items():

@@ -174,3 +174,11 @@ class TaskResults:
     def same_trade_kept_twice(self) -> bool:
         every, _ = self.new_id_keys()
         return len(np.unique(every)) < len(every)
+
+
+def nothing(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """A task that only has its Python worker import this module and its libraries
+    (pipeline.start_python_workers). It reads its input to the end: else Spark ends the worker."""
+    for _ in batches:
+        pass
+    return iter(())
