@@ -14,7 +14,7 @@ import time
 import uuid
 from typing import Any, Mapping
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 LOGGER_NAME = "streaming.librdkafka"
@@ -131,16 +131,31 @@ def offsets_at(config: Mapping[str, str], topic: str, since_ms: int, timeout_s: 
 
 class EndOffsets:
     """The topic's end offsets, asked of the broker by one long-lived consumer that never
-    subscribes (for the health monitor and the benchmark)."""
+    subscribes (for the health monitor and the benchmark): one request for all partitions,
+    whose list is asked again every `partitions_every_s` (or while the topic has none)."""
 
-    def __init__(self, config: Mapping[str, str], topic: str):
+    def __init__(self, config: Mapping[str, str], topic: str, partitions_every_s: float = 30.0):
         self.topic = topic
         self._consumer = consumer(config, "end-offsets")
+        self._partitions: list[int] = []
+        self._partitions_at = float("-inf")
+        self._partitions_every_s = partitions_every_s
 
     def read(self, timeout_s: float = 2.0) -> dict[str, int]:
         """"topic:partition" -> end offset."""
-        return {f"{self.topic}:{p}": high for p, (_, high) in
-                watermark_offsets(self._consumer, self.topic, timeout_s).items()}
+        if not self._partitions or time.monotonic() - self._partitions_at >= self._partitions_every_s:
+            self._partitions = partitions_of(self._consumer, self.topic, timeout_s)
+            self._partitions_at = time.monotonic()
+        if not self._partitions:
+            return {}
+        # A timestamp of -1 asks for the end offset (ListOffsets' LATEST), all partitions at once.
+        ends = self._consumer.offsets_for_times([TopicPartition(self.topic, p, -1) for p in self._partitions],
+                                                timeout=timeout_s)
+        for end in ends:
+            if end.error is not None:
+                self._partitions = []  # a partition moved or went: ask for the list again
+                raise KafkaException(end.error)
+        return {f"{self.topic}:{end.partition}": end.offset for end in ends}
 
     def close(self) -> None:
         self._consumer.close()
