@@ -7,11 +7,12 @@ import sys
 from streaming.run.main import main
 
 
-def create_dashboard(lake, refresh_ms, simulator, health, reconciler, allowed_hosts, logins=None, max_pages=None):
+def create_dashboard(lake, refresh_ms, simulator, health, reconciler, allowed_hosts, logins=None, max_pages=None,
+                     watermark=None):
     from dashboard.app import create_app  # imported only when a dashboard is started: --help stays quick
 
     return create_app(lake, refresh_ms, simulator, health, reconciler, allowed_hosts, logins=logins,
-                      max_pages=max_pages)
+                      max_pages=max_pages, watermark=watermark)
 
 
 def serve_metrics(server, scrape, allowed_hosts, logins=None):

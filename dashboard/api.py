@@ -1,20 +1,30 @@
 """The read-only HTTP API beside the page, behind the same Host guard: /api/status (the health
-snapshot), /api/summary (a day's windows as they stood at an instant, from gold's history) and
-/metrics (Prometheus's text, streaming/run/metrics.py)."""
+snapshot), /api/summary (a day's windows as they stood at an instant, from gold's history),
+/api/lateness (how many of a day's trades each watermark delay would have left out) and /metrics
+(Prometheus's text, streaming/run/metrics.py)."""
 
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 from typing import Callable, Mapping
 
 import flask
+import pandas as pd
 import pyarrow as pa
 
-from dashboard.readers import HistoryReader
+from dashboard.readers import HistoryReader, LatenessReader
 from streaming.medallion.history import as_of
+from streaming.medallion.lateness import too_late_counts
 
 SUMMARY_PARAMETERS = ("day", "as_of")
+LATENESS_USAGE = "GET /api/lateness?day=YYYY-MM-DD (optional: the newest day with data)"
+# The what-if's delays (and the run's own, added when not among them).
+WHAT_IF_DELAYS = tuple(timedelta(minutes=m) for m in (1, 2, 5, 10, 15, 20, 30, 45, 60, 90, 120))
+# The distribution's bins, log-spaced: lateness 0 (moved the front) is its own.
+LATENESS_BINS = (timedelta(0), timedelta(microseconds=1), timedelta(seconds=1), timedelta(seconds=10),
+                 timedelta(minutes=1), timedelta(minutes=5), timedelta(minutes=15), timedelta(minutes=30),
+                 timedelta(hours=1), timedelta(hours=2), timedelta(hours=6))
 SUMMARY_USAGE = ("GET /api/summary?day=YYYY-MM-DD&as_of=ISO-8601 (both optional: the newest day with data, "
                  "and now)")
 # A '+' of an offset sent unencoded in a query string arrives as a space.
@@ -45,6 +55,38 @@ def summary_parameters(args: Mapping[str, list[str]]) -> tuple[str | None, datet
     return day, parse_instant(args["as_of"][0]) if "as_of" in args else None
 
 
+def lateness_parameters(args: Mapping[str, list[str]]) -> str | None:
+    """The day of /api/lateness's query string, or None; BadRequest for anything else."""
+    unknown = sorted(set(args) - {"day"})
+    if unknown:
+        raise BadRequest(f"Unknown parameter {unknown[0]!r}: the API takes day. Usage: {LATENESS_USAGE}")
+    try:
+        day, _ = summary_parameters(args)
+    except BadRequest as bad:
+        raise BadRequest(f"{str(bad).split(' Usage: ')[0]} Usage: {LATENESS_USAGE}") from None
+    return day
+
+
+def lateness_json(lateness_us: pd.Series, day: str | None, delay: timedelta) -> dict:
+    """The answer of /api/lateness: for each delay of the what-if (and the run's), how many of the
+    day's trades would have been too late, and the distribution of their lateness. `not_judged`:
+    trades whose batch's ledger rows were not committed yet when read."""
+    judged = int(lateness_us.notna().sum())
+    delays = sorted({*WHAT_IF_DELAYS, delay} - {timedelta(0)})
+    counts = too_late_counts(lateness_us, delays)
+    edges = too_late_counts(lateness_us, list(LATENESS_BINS))
+    return {
+        "day": day, "watermark_s": delay.total_seconds(), "trades": judged,
+        "not_judged": int(lateness_us.isna().sum()),
+        "curve": [{"delay_s": d.total_seconds(), "too_late": n, "share": n / judged if judged else 0.0}
+                  for d, n in zip(delays, counts)],
+        "distribution": [{"from_s": low.total_seconds(), "to_s": high.total_seconds() if high else None,
+                          "trades": at_least - beyond}
+                         for low, high, at_least, beyond in zip(LATENESS_BINS, (*LATENESS_BINS[1:], None), edges,
+                                                                (*edges[1:], 0))],
+    }
+
+
 def parse_instant(text: str) -> datetime:
     """An ISO-8601 time as UTC (one without an offset is UTC); BadRequest otherwise."""
     text = _SPACED_OFFSET.sub(r"+\1", text.strip())
@@ -59,19 +101,27 @@ def _iso(value: datetime) -> str:
     return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
 
 
-def summary_json(ordered_day: pa.Table, day: str | None, instant: datetime) -> dict:
+def summary_json(ordered_day: pa.Table, day: str | None, instant: datetime, watermark: datetime | None = None) -> dict:
     """The answer of /api/summary: the day's windows as they stood at `instant`, from the day's
-    history in change order (HistoryReader.read)."""
+    history in change order (HistoryReader.read); `final`: the window ends at or before the
+    watermark now (None: none yet)."""
     rows = as_of(ordered_day, instant).to_pylist()
     return {"day": day, "as_of": _iso(instant), "windows": [
         {"window_start": _iso(row["window_start"]), "window_end": _iso(row["window_end"]),
          "buy": row["buy_amount"], "sell": row["sell_amount"], "net": row["settlement_amount"],
-         "trades": row["trade_count"], "changed_at": _iso(row["changed_at"]), "cause": row["cause"]}
+         "trades": row["trade_count"], "changed_at": _iso(row["changed_at"]), "cause": row["cause"],
+         "final": watermark is not None and row["window_end"] <= watermark}
         for row in rows]}
 
 
+def status_watermark(snapshot: dict) -> datetime | None:
+    """The newest watermark of the health snapshot's queries."""
+    marks = [q["watermark"] for q in snapshot.get("queries", []) if q.get("watermark")]
+    return max(parse_instant(mark) for mark in marks) if marks else None
+
+
 def register(server: flask.Flask, status: Callable[[], dict], history: HistoryReader,
-             newest_day: Callable[[], str | None]) -> None:
+             newest_day: Callable[[], str | None], lateness: LatenessReader | None = None) -> None:
     @server.route("/api/status")
     def api_status():
         return flask.jsonify(status())
@@ -83,7 +133,20 @@ def register(server: flask.Flask, status: Callable[[], dict], history: HistoryRe
         except BadRequest as bad:
             return flask.jsonify({"error": str(bad)}), 400
         day = day or newest_day()
-        return flask.jsonify(summary_json(history.read(day), day, instant or datetime.now(timezone.utc)))
+        return flask.jsonify(summary_json(history.read(day), day, instant or datetime.now(timezone.utc),
+                                          status_watermark(status())))
+
+    @server.route("/api/lateness")
+    def api_lateness():
+        if lateness is None:
+            return flask.jsonify({"error": "lateness is not available on this page"}), 404
+        try:
+            day = lateness_parameters(flask.request.args.to_dict(flat=False)) or newest_day()
+        except BadRequest as bad:
+            return flask.jsonify({"error": str(bad)}), 400
+        if day is None:
+            return flask.jsonify(lateness_json(pd.Series([], dtype="Int64"), None, lateness.delay))
+        return flask.jsonify(lateness_json(lateness.read(day), day, lateness.delay))
 
 
 # What /metrics serves: (Prometheus text, its Content-Type), made at each scrape.

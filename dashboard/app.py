@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from datetime import timedelta
 from pathlib import Path
 from typing import Callable, Iterable
 from urllib.parse import urlsplit
@@ -14,7 +15,8 @@ from dashboard import access, api, push
 from dashboard.callbacks import register_callbacks
 from dashboard.context import PageContext, PageReaders
 from dashboard.layout import build_layout
-from dashboard.readers import QuarantineReader, SilverFilterValues
+from dashboard.readers import LatenessReader, QuarantineReader, SilverFilterValues
+from streaming.config import Settings
 from streaming.lake.store import Lake
 from streaming.run.users import Logins
 
@@ -29,7 +31,7 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 def create_app(lake: Lake | str | Path, refresh_ms: int = 2000, simulator=None,
                health: Callable[[], dict] | None = None, reconciler=None,
                allowed_hosts: Iterable[str] = LOCAL_HOSTS, logins: Logins | None = None,
-               max_pages: int | None = None) -> Dash:
+               max_pages: int | None = None, watermark: timedelta | None = None) -> Dash:
     """lake: the pipeline's tables (a Lake, or its data dir). simulator, health (a
     HealthMonitor's snapshot) and reconciler are optional: without them the page shows the
     tables, and the controls that need them say they are not available.
@@ -38,7 +40,9 @@ def create_app(lake: Lake | str | Path, refresh_ms: int = 2000, simulator=None,
     a state-changing request from a page of another origin, gets 403 (see guard_hosts).
     logins: the users file and /metrics token (dashboard/access.py); None: open, as on 127.0.0.1.
     max_pages: pages live at once on /api/events (--max-pages; the server's threads are sized
-    for them); more get 503 and refresh on their own. None: no bound."""
+    for them); more get 503 and refresh on their own. None: no bound.
+    watermark: the run's delay (--watermark), which /api/lateness marks; None: the simulator's, or
+    the default."""
     # update_title=None keeps the title as it is while callbacks run (Dash's hint says str only).
     app = Dash(__name__, title="Trade Summary", assets_folder=str(ASSETS),
                update_title=None)  # type: ignore[arg-type]
@@ -68,7 +72,9 @@ def create_app(lake: Lake | str | Path, refresh_ms: int = 2000, simulator=None,
     register_callbacks(app, context)
     # One publisher per app: the default view worked out once per change for every open page.
     push.register(app, push.Publisher(context, max_pages=max_pages))
-    api.register(app.server, status, readers.history, lambda: next(iter(context.gold_days()), None))
+    delay = watermark or (simulator.watermark if simulator is not None else Settings.watermark)
+    api.register(app.server, status, readers.history, lambda: next(iter(context.gold_days()), None),
+                 LatenessReader(lake, delay))
     return app
 
 

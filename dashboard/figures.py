@@ -129,6 +129,12 @@ def current_watermark(snapshot: dict | None) -> pd.Timestamp | None:
     return pd.Timestamp(max(marks)) if marks else None
 
 
+def is_final(window_end: str, watermark: datetime | None) -> bool:
+    """Whether a window (its end, ISO 8601) is final: it ends at or before the watermark, so no
+    trade can change it but as a too-late one (semantics.md#the-watermark)."""
+    return watermark is not None and utc_time(window_end) <= watermark
+
+
 def summary_figure(snapshot: dict | None, mode: str = ids.MODE_WINDOW, first_reported: bool = False) -> dict:
     """The trade summary chart: total buy, total sell and settlement per window (or running),
     optionally with the values as first reported beside the corrected ones."""
@@ -139,15 +145,23 @@ def summary_figure(snapshot: dict | None, mode: str = ids.MODE_WINDOW, first_rep
         rows = running_totals(rows)
     x = [w["start"].isoformat() for w in rows]
     hover = "%{fullData.name}: %{y:$,.2f}<extra></extra>"
+    watermark = current_watermark(snapshot)
+    # A window still open (right of the watermark) is drawn hollow: its totals may still grow.
+    final = [mode != ids.MODE_WINDOW or is_final(w.get("window_end", ""), watermark) for w in rows]
+    symbols = ["circle" if done else "circle-open" for done in final]
     # customdata: the window start with its zone, which a click hands back (Plotly's x has none).
     data = [
         scatter(x, [w["buy_amount"] for w in rows], "Total buy", hover, mode="lines+markers",
-                line=dict(color=BUY_COLOR, width=2.5), customdata=x),
+                line=dict(color=BUY_COLOR, width=2.5), customdata=x, marker=dict(symbol=symbols, size=7)),
         scatter(x, [w["sell_amount"] for w in rows], "Total sell", hover, mode="lines+markers",
-                line=dict(color=SELL_COLOR, width=2.5), customdata=x),
+                line=dict(color=SELL_COLOR, width=2.5), customdata=x, marker=dict(symbol=symbols, size=7)),
         scatter(x, [w["settlement_amount"] for w in rows], "Settlement (buy − sell)", hover, mode="lines+markers",
-                line=dict(color=SETTLEMENT_COLOR, width=2, dash="dot"), customdata=x),
+                line=dict(color=SETTLEMENT_COLOR, width=2, dash="dot"), customdata=x,
+                marker=dict(symbol=symbols, size=7)),
     ]
+    if not all(final):  # the legend says what a hollow marker means
+        data.append(dict(type="scatter", x=[None], y=[None], name="Not final yet (right of the watermark)",
+                         mode="markers", hoverinfo="skip", marker=dict(symbol="circle-open", size=9, color="#6b7280")))
     if first_reported:
         data += first_reported_traces(rows, x, hover)
     # Corrected windows: a marker on the buy line whose hover tells what changed. Every corrected
@@ -164,7 +178,10 @@ def summary_figure(snapshot: dict | None, mode: str = ids.MODE_WINDOW, first_rep
             hovertext=["<br>".join(stories[start][:3]) for start, _ in corrected],
         ))
     shapes, annotations = [], []
-    watermark = current_watermark(snapshot)
+    if not all(final):  # a faint band over the windows still open
+        first_open = x[final.index(False)]
+        shapes.append(dict(type="rect", xref="x", yref="paper", x0=first_open, x1=x[-1], y0=0, y1=1, layer="below",
+                           fillcolor="#9ca3af", opacity=0.12, line=dict(width=0)))
     if watermark is not None and rows[0]["start"] <= watermark <= rows[-1]["start"] + timedelta(hours=1):
         # Windows ending left of the watermark are final; right of it they may still change.
         shapes.append(dict(type="line", xref="x", yref="paper", x0=watermark.isoformat(), x1=watermark.isoformat(),

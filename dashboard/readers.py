@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from datetime import timedelta
 from typing import Callable, Generic, Iterable, Sequence, TypeVar
 
 import pandas as pd
@@ -21,9 +22,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from streaming.lake.increments import FileIncrements, Span, newest
+from streaming.lake.sql import equals, quote
 from streaming.lake.store import Lake
-from streaming.lake.tables import QUARANTINE, SILVER, SUMMARY_HISTORY, Table
+from streaming.lake.tables import BATCH_WATERMARKS, QUARANTINE, SILVER, SUMMARY_HISTORY, Table
 from streaming.medallion.history import in_change_order
+from streaming.medallion.lateness import LATENESS_COLUMNS, trade_lateness
 
 T = TypeVar("T")
 FEED_ROWS = 25  # the newest bad records shown, of one reason or of all
@@ -132,6 +135,54 @@ class HistoryReader:
                 kept.ordered = in_change_order(pa.concat_tables([SUMMARY_HISTORY.schema.empty_table(),
                                                                  *kept.increments.parts.values()]))
             return kept.ordered
+
+
+class _DayLateness:
+    def __init__(self, increments: FileIncrements[pa.Table]):
+        self.increments = increments
+        self.lateness = pd.Series([], dtype="Int64")
+        self.ledger_version: int | None = None
+
+
+class LatenessReader:
+    """The lateness of each of a day's silver trades (lateness.trade_lateness), for the last few
+    days asked. The day's trades follow silver's files; when they change, or while some trades'
+    batches had no ledger rows yet and the ledger has moved on, the ledger rows holding the
+    day's records are read (files skipped on their offsets' statistics) and it is worked out
+    again. `delay`: the run's watermark delay, for ledger rows written before fronts were."""
+
+    def __init__(self, lake: Lake, delay: timedelta, days: int = DAYS_KEPT):
+        self.lake, self.delay = lake, delay
+        self._days: _Days[_DayLateness] = _Days(self._follow, days)
+        self._lock = threading.Lock()
+
+    def _follow(self, day: str) -> _DayLateness:
+        span = Span.utc_day("event_time", day)
+        return _DayLateness(FileIncrements(self.lake, SILVER, LATENESS_COLUMNS, span))
+
+    def read(self, day: str) -> pd.Series:
+        """Lateness in microseconds per trade of the day (Int64; <NA>: its batch's ledger rows
+        are not committed yet)."""
+        with self._lock:
+            kept = self._days.of(day)
+            changed = kept.increments.refresh()
+            ledger = self.lake.open(BATCH_WATERMARKS)
+            version = ledger.version() if ledger is not None else None
+            if changed or (kept.lateness.isna().any() and version != kept.ledger_version):
+                trades = frame_of(kept.increments.parts.values(), SILVER.schema_of(LATENESS_COLUMNS))
+                kept.lateness = trade_lateness(trades, self._ledger_of(trades), self.delay)
+                kept.ledger_version = version
+            return kept.lateness
+
+    def _ledger_of(self, trades: pd.DataFrame) -> pd.DataFrame:
+        """The ledger rows whose ranges may hold these trades' records."""
+        if trades.empty:
+            return pd.DataFrame()
+        bounds = trades.groupby(["topic", "partition"])["offset"].agg(["min", "max"])
+        where = " OR ".join(f"({equals('topic', t)} AND {equals('partition', int(p))} AND {quote('end_offset')} > "
+                            f"{int(low)} AND {quote('start_offset')} <= {int(high)})"
+                            for (t, p), (low, high) in bounds.iterrows())
+        return self.lake.read(BATCH_WATERMARKS, where=where).to_pandas()
 
 
 def channel_symbol_pairs(trades: pa.Table) -> pa.Table:

@@ -14,14 +14,14 @@ from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
 from dashboard import ids
 from dashboard.context import PageContext
 from dashboard.data import json_records, on_day
-from dashboard.figures import running_totals, window_rows
+from dashboard.figures import current_watermark, is_final, running_totals, window_rows
 from dashboard.formatting import message_class
 from dashboard.inputs import store_day
 from dashboard.panels.time_machine import shown_instant
 
 NOTHING_TO_EXPORT = "Nothing to export yet: the chart has no trading day."
 WINDOW_HEADER = ["window_start", "window_end", "buy", "sell", "settlement", "trade_count", "revision",
-                 "running_buy", "running_sell", "running_settlement"]
+                 "running_buy", "running_sell", "running_settlement", "final"]
 CORRECTION_HEADER = ["corrected_at", "window_start", "buy_before", "buy_after", "sell_before", "sell_after",
                      "settlement_before", "settlement_after", "trade_count_before", "trade_count_after",
                      "late_trades", "batch_id"]
@@ -53,9 +53,11 @@ def windows_csv(snapshot: dict | None) -> str:
     """The snapshot's windows, oldest first, with the running totals of buy, sell and settlement."""
     rows = window_rows(snapshot)
     totals = running_totals(rows)
+    watermark = current_watermark(snapshot)
     return _csv(WINDOW_HEADER, [
         [w["window_start"], w["window_end"], w["buy_amount"], w["sell_amount"], w["settlement_amount"],
-         w["trade_count"], w["revision"], t["buy_amount"], t["sell_amount"], t["settlement_amount"]]
+         w["trade_count"], w["revision"], t["buy_amount"], t["sell_amount"], t["settlement_amount"],
+         str(is_final(w["window_end"], watermark)).lower()]
         for w, t in zip(rows, totals)])
 
 

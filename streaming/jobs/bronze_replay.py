@@ -111,7 +111,7 @@ def replay_from_bronze(lake: Lake, sink: MedallionSink, plan: ReplayPlan, writer
         latest = None if batch_id == 0 else latest_event_time_before(lake, at, seen)
         watermark = EPOCH if latest is None else max(EPOCH, latest - sink.settings.watermark)
         ledger = ledger_rows(writer, batch_id, OffsetLogEntry({tp: end for tp, _, end in parts}),
-                             OffsetLogEntry({tp: start for tp, start, _ in parts}), watermark)
+                             OffsetLogEntry({tp: start for tp, start, _ in parts}), watermark, front=latest)
         records = bronze_records_in(lake, ranges, RECORD_COLUMNS)
         kept_latest = sink.write_on_driver(as_kafka_records(records), batch_id, ledger, latest, writer=writer)
         seen = max((t for t in (seen, latest, kept_latest) if t is not None), default=None)

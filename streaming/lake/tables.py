@@ -189,6 +189,9 @@ BATCH_WATERMARKS = Table(
         ("query_id", pa.string()), ("batch_id", pa.int64()), ("topic", pa.string()), ("partition", pa.int32()),
         ("start_offset", pa.int64()), ("end_offset", pa.int64()), ("watermark", UTC_TIME),
         ("records_lost", pa.int64()),  # of the range, removed by Kafka before the batch read them (losses.py)
+        # The latest event time before the batch, which the watermark trails (null before any, and
+        # in rows written before it was recorded): a trade's lateness is measured from it (lateness.py).
+        ("front", UTC_TIME),
     ]),
     keys=("query_id", "batch_id", "topic", "partition"), write=Write.APPEND_ONCE_PER_BATCH,
     compact_every=COMPACT_EVERY,

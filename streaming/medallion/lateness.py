@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -29,9 +30,9 @@ LATE_CANDIDATE_COLUMNS = ["trade_id", "event_time", "side", "amount", "topic", "
 
 
 def ledger_rows(query_id: str, batch_id: int, read: OffsetLogEntry | None,
-                previous: OffsetLogEntry | None, watermark: datetime) -> pa.Table:
+                previous: OffsetLogEntry | None, watermark: datetime, front: datetime | None = None) -> pa.Table:
     """The ledger rows of one batch: the offset ranges it read (from the previous batch's ends
-    to its own) and the watermark it ran with."""
+    to its own), the watermark it ran with and the front that watermark trails."""
     if read is None:
         return BATCH_WATERMARKS.schema.empty_table()
     starts = previous.ends if previous else {}
@@ -40,7 +41,7 @@ def ledger_rows(query_id: str, batch_id: int, read: OffsetLogEntry | None,
         "query_id": [query_id] * len(rows), "batch_id": [batch_id] * len(rows),
         "topic": [tp[0] for tp, _, _ in rows], "partition": [tp[1] for tp, _, _ in rows],
         "start_offset": [s for _, s, _ in rows], "end_offset": [e for _, _, e in rows],
-        "watermark": [watermark] * len(rows), "records_lost": [0] * len(rows),
+        "watermark": [watermark] * len(rows), "records_lost": [0] * len(rows), "front": [front] * len(rows),
     }, schema=BATCH_WATERMARKS.schema)
 
 
@@ -104,3 +105,59 @@ def late_trade_rows(late: pd.DataFrame, window: timedelta, detected_at: datetime
         "topic": late["topic"], "partition": late["partition"], "offset": late["offset"],
         "detected_at": pd.Timestamp(detected_at), "backfilled_at": pd.NaT,
     }), schema=LATE_TRADES.schema, preserve_index=False)
+
+
+# -- lateness: how far behind the stream's front a trade arrived (the what-if of --watermark) -----
+# A trade of a batch whose front (the latest event time before it) is F has lateness F - event
+# time, or 0 when it moved the front or came before any. With the delay D the batch's watermark is
+# F - D, so the trade is too late exactly when its lateness is D or more: one figure per trade
+# answers "how many would a delay of D have left out" for every D.
+LATENESS_COLUMNS = ["event_time", "topic", "partition", "offset"]
+MICROSECOND = pd.Timedelta(microseconds=1)
+
+
+def ledger_fronts(ledger: pd.DataFrame, delay: timedelta) -> pd.Series:
+    """Each ledger row's front: as recorded, or for a row written before fronts were (null
+    `front`, a watermark set), its watermark plus `delay`; NaT before the first watermark."""
+    watermark = pd.to_datetime(ledger["watermark"], utc=True)
+    derived = (watermark + pd.Timedelta(delay)).where(watermark > pd.Timestamp(EPOCH))
+    if "front" not in ledger:
+        return derived
+    return pd.to_datetime(ledger["front"], utc=True).fillna(derived)
+
+
+def trade_lateness(trades: pd.DataFrame, ledger: pd.DataFrame, delay: timedelta) -> pd.Series:
+    """Per trade (LATENESS_COLUMNS, any index), its lateness in whole microseconds (Int64): from
+    the front of the batch that read its record; <NA> when no ledger range holds the record (its
+    batch's ledger rows not committed yet). A record read under several checkpoints (a replay)
+    takes its greatest lateness, as too_late_trades takes the decision made live."""
+    lateness = pd.Series(pd.NA, index=trades.index, dtype="Int64")
+    if trades.empty or ledger.empty:
+        return lateness
+    ranges = ledger.assign(front=ledger_fronts(ledger, delay))[
+        ["query_id", "topic", "partition", "start_offset", "end_offset", "front"]]
+    records = trades[["event_time", "topic", "partition", "offset"]].assign(row=range(len(trades)))
+    records = records.sort_values("offset")
+    found = []
+    for (_, topic, partition), mine_ranges in ranges.groupby(["query_id", "topic", "partition"]):
+        mine = records[(records["topic"] == topic) & (records["partition"] == partition)]
+        if mine.empty:
+            continue
+        matched = pd.merge_asof(mine, mine_ranges.sort_values("start_offset")[["start_offset", "end_offset", "front"]],
+                                left_on="offset", right_on="start_offset", direction="backward")
+        matched = matched[matched["offset"] < matched["end_offset"]]
+        behind = (matched["front"] - pd.to_datetime(matched["event_time"], utc=True)) // MICROSECOND
+        found.append(pd.DataFrame({"row": matched["row"].to_numpy(),
+                                   "lateness": behind.fillna(0).clip(lower=0).astype("int64").to_numpy()}))
+    if found:
+        worst = pd.concat(found).groupby("row")["lateness"].max()
+        lateness.iloc[worst.index.to_numpy()] = worst.to_numpy()
+    return lateness
+
+
+def too_late_counts(lateness_us: pd.Series, delays: list[timedelta]) -> list[int]:
+    """For each delay, how many of these lateness figures (<NA> ignored) are at or above it:
+    the trades that delay would have left out."""
+    known = np.sort(lateness_us.dropna().to_numpy(dtype="int64"))
+    points = np.array([d // timedelta(microseconds=1) for d in delays], dtype="int64")
+    return (len(known) - np.searchsorted(known, points, side="left")).tolist()

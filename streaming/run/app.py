@@ -185,7 +185,7 @@ class App(Command[Settings]):
         # specific one (the dashboard ignores 0.0.0.0 and ::) and --allow-host. Positional: run.py's
         # factory passes its arguments on as they come.
         app = self.dashboard(self.lake, s.refresh_ms, self.simulator, health, reconciler, (s.host, *s.allowed_hosts),
-                             max_pages=s.max_pages)
+                             max_pages=s.max_pages, watermark=s.watermark)
         if self.metrics is not None:
             self.metrics(app.server, self._scrape(), (s.host, *s.allowed_hosts))
         # Stopping, the pages' live connections end first: their threads are then free to go.

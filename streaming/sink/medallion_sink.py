@@ -136,7 +136,7 @@ class MedallionSink:
             log.warning("%s", said)
         latest = self.latest_before(batch_id, previous)
         watermark = EPOCH if latest is None else max(EPOCH, latest - self.settings.watermark)
-        ledger = ledger_rows(self.query_id, batch_id, read, previous, watermark)
+        ledger = ledger_rows(self.query_id, batch_id, read, previous, watermark, front=latest)
         # Where a partition's range starts is known from the batch before (batch 0's from the
         # starting offsets, which the offset log does not keep): only then is a gap a loss.
         self.starts_known = frozenset(previous.ends if previous else ())

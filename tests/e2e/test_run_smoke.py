@@ -127,6 +127,9 @@ def test_dashboard_serves_the_page_and_its_data(tmp_path, stray_broker_guard):
         before = json.loads(urllib.request.urlopen(
             f"http://127.0.0.1:{web}/api/summary?day=2026-03-02&as_of=2000-01-01T00:00:00Z", timeout=10).read())
         assert before["windows"] == []
+        lateness = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{web}/api/lateness", timeout=10).read())
+        assert (lateness["day"], lateness["watermark_s"]) == ("2026-03-02", 1800.0)
+        assert lateness["trades"] + lateness["not_judged"] == 3 and all(p["too_late"] == 0 for p in lateness["curve"])
         with pytest.raises(urllib.error.HTTPError) as bad:
             urllib.request.urlopen(f"http://127.0.0.1:{web}/api/summary?day=tomorrow", timeout=10)
         assert bad.value.code == 400 and "YYYY-MM-DD" in json.loads(bad.value.read())["error"]

@@ -16,7 +16,8 @@ def comparable(frame: pd.DataFrame, keys) -> pd.DataFrame:
     for column in frame.columns:
         if pd.api.types.is_datetime64_any_dtype(frame[column]):
             times = pd.to_datetime(frame[column])
-            frame[column] = times.dt.tz_localize("UTC") if times.dt.tz is None else times.dt.tz_convert("UTC")
+            times = times.dt.tz_localize("UTC") if times.dt.tz is None else times.dt.tz_convert("UTC")
+            frame[column] = times.dt.as_unit("us")  # a column with a null comes in ns from one reader
         elif frame[column].dtype == object:
             frame[column] = frame[column].map(lambda v: bytes(v) if isinstance(v, (bytearray, memoryview)) else v)
     return frame.sort_values(list(keys)).reset_index(drop=True)

@@ -86,7 +86,7 @@ def test_only_an_operator_may_act_and_an_unknown_action_fails_rather_than_passes
         may(User("alice", "operator"), "producer-swtich")
 
 
-@pytest.mark.parametrize("path", ["/api/status", "/api/summary", "/api/events", "/_dash-layout",
+@pytest.mark.parametrize("path", ["/api/status", "/api/summary", "/api/lateness", "/api/events", "/_dash-layout",
                                   "/_dash-dependencies", "/assets/style.css", "/metrics"])
 def test_without_credentials_every_route_answers_401_with_a_basic_challenge(client, path):
     answer = client.get(path)

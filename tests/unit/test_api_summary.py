@@ -7,7 +7,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from dashboard.api import BadRequest, parse_instant, summary_parameters
+from dashboard.api import BadRequest, parse_instant, status_watermark, summary_json, summary_parameters
 from dashboard.app import create_app
 from streaming.lake.store import Batch, Lake
 from streaming.lake.tables import GOLD, SUMMARY_HISTORY
@@ -42,7 +42,7 @@ def test_the_windows_of_a_day_as_they_stood_at_an_instant(client):
     assert answer.status_code == 200
     assert answer.get_json() == {"day": "2026-03-02", "as_of": "2026-03-02T12:03:00Z", "windows": [{
         "window_start": "2026-03-02T09:00:00Z", "window_end": "2026-03-02T09:15:00Z", "buy": 10.0, "sell": 4.0,
-        "net": 6.0, "trades": 2, "changed_at": "2026-03-02T12:00:00Z", "cause": ON_TIME}]}
+        "net": 6.0, "trades": 2, "changed_at": "2026-03-02T12:00:00Z", "cause": ON_TIME, "final": False}]}
     later = client.get("/api/summary?day=2026-03-02&as_of=2026-03-02T13:05:00%2B01:00").get_json()
     assert (later["as_of"], later["windows"][0]["buy"], later["windows"][0]["cause"]) == (
         "2026-03-02T12:05:00Z", 15.0, LATE)
@@ -81,3 +81,16 @@ def test_an_offset_sent_with_an_unencoded_plus_is_read_as_one():
     assert parse_instant("2026-03-02T12:00:00") == datetime(2026, 3, 2, 12, tzinfo=timezone.utc)
     with pytest.raises(BadRequest):
         summary_parameters({"as_of": ["2026-03-02 noon"]})
+
+
+def test_a_window_is_final_once_the_watermark_has_passed_its_end():
+    windows_now = pd.concat([window(NINE, 1.0, 0.0, 1), window(NINE + pd.Timedelta(minutes=15), 2.0, 0.0, 1)])
+    history = change_rows(pd.DataFrame(), windows_now, ON_TIME, datetime(2026, 3, 2, 12, tzinfo=timezone.utc), "q", 0)
+    at = datetime(2026, 3, 2, 13, tzinfo=timezone.utc)
+    watermark = parse_instant("2026-03-02T09:20:00Z")
+
+    windows = summary_json(history, "2026-03-02", at, watermark)["windows"]
+
+    assert [(w["window_start"][11:16], w["final"]) for w in windows] == [("09:00", True), ("09:15", False)]
+    assert status_watermark({"queries": [{"watermark": "2026-03-02T09:20:00Z"}, {"watermark": None}]}) == watermark
+    assert not any(w["final"] for w in summary_json(history, "2026-03-02", at, None)["windows"])

@@ -61,12 +61,25 @@ def test_snapshot_holds_the_latest_trading_day_in_order(snapshot):
 
 def test_chart_has_buy_sell_and_settlement_lines_in_the_seed_colours(snapshot):
     fig = summary_figure(snapshot, ids.MODE_WINDOW)
-    assert [t["name"] for t in fig["data"]] == ["Total buy", "Total sell", "Settlement (buy − sell)"]
-    assert [t["line"]["color"] for t in fig["data"]] == [BUY_COLOR, SELL_COLOR, SETTLEMENT_COLOR]
+    assert [t["name"] for t in fig["data"]][:3] == ["Total buy", "Total sell", "Settlement (buy − sell)"]
+    assert [t["line"]["color"] for t in fig["data"][:3]] == [BUY_COLOR, SELL_COLOR, SETTLEMENT_COLOR]
     assert fig["data"][0]["y"] == [1000.0, 200.0, 50.0]
     assert fig["data"][2]["y"] == [600.0, -500.0, 50.0]
     assert fig["layout"]["xaxis"]["tickformat"] == "%H:%M"  # 09:00, 09:15, ...
     assert fig["layout"]["hovermode"] == "x unified"  # one hover shows all three values
+
+
+def test_windows_right_of_the_watermark_are_drawn_hollow_under_a_band_and_the_legend_says_why(snapshot):
+    with_watermark = {**snapshot, "status": {"queries": [{"watermark": "2026-03-02T09:30:00Z"}]}}
+
+    fig = summary_figure(with_watermark, ids.MODE_WINDOW)
+
+    assert fig["data"][0]["marker"]["symbol"] == ["circle", "circle", "circle-open"]  # 09:00 and 09:15 ended
+    assert fig["data"][-1]["name"] == "Not final yet (right of the watermark)"
+    [band] = [shape for shape in fig["layout"]["shapes"] if shape["type"] == "rect"]
+    assert band["x0"].startswith("2026-03-02T09:30")
+    done = {**snapshot, "status": {"queries": [{"watermark": "2026-03-02T10:00:00Z"}]}}
+    assert "Not final yet (right of the watermark)" not in [t["name"] for t in summary_figure(done)["data"]]
 
 
 def test_running_totals_accumulate_over_the_day(snapshot):
@@ -108,7 +121,7 @@ def test_registered_callbacks_build_three_traces_from_the_gold_table(tmp_path):
     assert client.get("/").status_code == 200
     snapshot = store_snapshot(client)
     figure = from_store(client, [f"{ids.CHART}.figure"], snapshot, chart_choices())[ids.CHART]["figure"]
-    assert [t["name"] for t in figure["data"]] == ["Total buy", "Total sell", "Settlement (buy − sell)"]
+    assert [t["name"] for t in figure["data"]][:3] == ["Total buy", "Total sell", "Settlement (buy − sell)"]
     assert decode(figure["data"][1]["y"]) == [400.0, 700.0, 0.0]
 
 

@@ -69,14 +69,15 @@ def test_windows_csv_has_the_header_the_windows_and_the_days_running_totals(tmp_
     assert sent["filename"] == "trade-summary-2026-03-02-windows.csv" and sent["type"] == "text/csv"
     table = rows(sent["content"])
     assert table[0] == WINDOW_HEADER == ["window_start", "window_end", "buy", "sell", "settlement", "trade_count",
-                                         "revision", "running_buy", "running_sell", "running_settlement"]
+                                         "revision", "running_buy", "running_sell", "running_settlement", "final"]
     assert [r[0] for r in table[1:]] == ["2026-03-02T09:00:00+00:00", "2026-03-02T09:15:00+00:00",
                                          "2026-03-02T09:30:00+00:00"]  # the shown day only, oldest first
     assert [r[2:7] for r in table[1:]] == [["1000.0", "400.0", "600.0", "3", "1"],
                                           ["200.0", "700.0", "-500.0", "2", "1"],
                                           ["50.0", "0.0", "50.0", "1", "1"]]
-    assert [r[7:] for r in table[1:]] == [["1000.0", "400.0", "600.0"], ["1200.0", "1100.0", "100.0"],
-                                          ["1250.0", "1100.0", "150.0"]]
+    assert [r[7:10] for r in table[1:]] == [["1000.0", "400.0", "600.0"], ["1200.0", "1100.0", "100.0"],
+                                            ["1250.0", "1100.0", "150.0"]]
+    assert [r[10] for r in table[1:]] == ["false"] * 3  # no watermark yet: nothing is final
 
 
 def test_windows_csv_of_the_day_picked(tmp_path):

@@ -1,0 +1,84 @@
+"""A trade's lateness (how far behind its batch's front it arrived) and the what-if of the delay
+(medallion/lateness.py): pure pandas, checked against counts done by hand and against
+too_late_trades, the other formulation of the same rule."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import numpy as np
+import pandas as pd
+
+from streaming.medallion.lateness import too_late_counts, too_late_trades, trade_lateness
+
+T = lambda text: pd.Timestamp(text, tz="UTC")  # noqa: E731
+EPOCH = T("1970-01-01")
+DELAY = timedelta(minutes=30)
+MINUTE_US = 60_000_000
+
+
+def ledger(*rows) -> pd.DataFrame:
+    """(query, batch, partition, start, end, front or None, watermark) rows."""
+    frame = pd.DataFrame(rows, columns=["query_id", "batch_id", "partition", "start_offset", "end_offset", "front",
+                                        "watermark"])
+    frame["front"] = pd.to_datetime(frame["front"], utc=True)
+    return frame.assign(topic="t")
+
+
+def test_lateness_is_how_far_behind_the_front_of_its_batch_and_zero_for_a_trade_that_moved_it():
+    trades = pd.DataFrame({"event_time": [T("2026-03-02 09:50"), T("2026-03-02 10:20"), T("2026-03-02 08:00"),
+                                          T("2026-03-02 09:00"), T("2026-03-02 09:59")],
+                           "topic": "t", "partition": [0, 0, 0, 1, 0], "offset": [5, 10, 11, 0, 40]})
+    ranges = ledger(("q", 0, 0, 0, 10, None, EPOCH),  # before any front
+                    ("q", 1, 0, 10, 12, T("2026-03-02 10:00"), T("2026-03-02 09:30")),
+                    ("q", 1, 1, 0, 1, T("2026-03-02 10:00"), T("2026-03-02 09:30")))
+
+    lateness = trade_lateness(trades, ranges, DELAY)
+
+    assert lateness.tolist()[:4] == [0, 0, 120 * MINUTE_US, 60 * MINUTE_US]
+    assert lateness.isna().tolist() == [False, False, False, False, True]  # offset 40: no batch's ledger yet
+
+
+def test_a_ledger_row_written_before_fronts_were_takes_its_watermark_plus_the_delay():
+    trades = pd.DataFrame({"event_time": [T("2026-03-02 09:00")], "topic": "t", "partition": [0], "offset": [3]})
+    old_row = ledger(("q", 4, 0, 0, 10, None, T("2026-03-02 09:30")))
+
+    assert trade_lateness(trades, old_row, DELAY).tolist() == [60 * MINUTE_US]
+
+
+def test_a_record_read_under_two_checkpoints_takes_its_greatest_lateness():
+    trades = pd.DataFrame({"event_time": [T("2026-03-02 09:00")], "topic": "t", "partition": [0], "offset": [3]})
+    two = ledger(("live", 1, 0, 0, 10, T("2026-03-02 09:45"), T("2026-03-02 09:15")),
+                 ("replay", 0, 0, 0, 10, None, EPOCH))
+
+    assert trade_lateness(trades, two, DELAY).tolist() == [45 * MINUTE_US]
+
+
+def test_too_late_counts_are_the_trades_at_or_beyond_each_delay():
+    lateness = pd.Series([0, 60 * MINUTE_US, 30 * MINUTE_US, 29 * MINUTE_US, pd.NA], dtype="Int64")
+
+    counts = too_late_counts(lateness, [timedelta(minutes=m) for m in (1, 29, 30, 45, 60, 61)])
+
+    assert counts == [3, 3, 2, 1, 1, 0]
+
+
+def test_at_the_delay_in_force_the_what_if_counts_exactly_the_too_late_trades():
+    rng = np.random.default_rng(7)
+    n, batches = 2_000, 40
+    start = T("2026-03-02 09:00")
+    event_time = start + pd.to_timedelta(np.sort(rng.integers(0, 3 * 3600, n)), unit="s") \
+        - pd.to_timedelta(rng.choice([0, 0, 0, 600, 1800, 2400, 5400], n), unit="s")
+    trades = pd.DataFrame({"trade_id": [f"t{i}" for i in range(n)], "event_time": event_time, "topic": "t",
+                           "partition": 0, "offset": np.arange(n)})
+    cuts = np.linspace(0, n, batches + 1, dtype=int)
+    rows = []
+    for b in range(batches):
+        before = trades["event_time"].iloc[:cuts[b]]
+        front = before.max() if cuts[b] else None
+        watermark = EPOCH if front is None else max(EPOCH, front - pd.Timedelta(DELAY))
+        rows.append(("q", b, 0, int(cuts[b]), int(cuts[b + 1]), front, watermark))
+    ranges = ledger(*rows)
+
+    [at_delay] = too_late_counts(trade_lateness(trades, ranges, DELAY), [DELAY])
+
+    assert at_delay == len(too_late_trades(trades, ranges)) > 0
