@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from datetime import timedelta
+from itertools import accumulate
 from typing import Callable, Generic, Iterable, Sequence, TypeVar
 
 import pandas as pd
@@ -140,16 +141,18 @@ class HistoryReader:
 class _DayLateness:
     def __init__(self, increments: FileIncrements[pa.Table]):
         self.increments = increments
+        self.by_file: dict[str, pd.Series] = {}  # silver data file -> its trades' lateness
         self.lateness = pd.Series([], dtype="Int64")
         self.ledger_version: int | None = None
 
 
 class LatenessReader:
     """The lateness of each of a day's silver trades (lateness.trade_lateness), for the last few
-    days asked. The day's trades follow silver's files; when they change, or while some trades'
-    batches had no ledger rows yet and the ledger has moved on, the ledger rows holding the
-    day's records are read (files skipped on their offsets' statistics) and it is worked out
-    again. `delay`: the run's watermark delay, for ledger rows written before fronts were."""
+    days asked. The day's trades follow silver's files, and each file's lateness is worked out
+    once: when it first appears, or again while some of its trades had no ledger rows yet (their
+    batch's ledger commit comes after silver's) and the ledger has moved on. The ledger rows read
+    are those of the new files' offsets (files skipped on their statistics). `delay`: the run's
+    watermark delay, for ledger rows written before fronts were."""
 
     def __init__(self, lake: Lake, delay: timedelta, days: int = DAYS_KEPT):
         self.lake, self.delay = lake, delay
@@ -166,12 +169,21 @@ class LatenessReader:
         with self._lock:
             kept = self._days.of(day)
             changed = kept.increments.refresh()
+            parts = kept.increments.parts
             ledger = self.lake.open(BATCH_WATERMARKS)
             version = ledger.version() if ledger is not None else None
-            if changed or (kept.lateness.isna().any() and version != kept.ledger_version):
-                trades = frame_of(kept.increments.parts.values(), SILVER.schema_of(LATENESS_COLUMNS))
-                kept.lateness = trade_lateness(trades, self._ledger_of(trades), self.delay)
+            stale = [path for path in parts if path not in kept.by_file
+                     or (version != kept.ledger_version and bool(kept.by_file[path].isna().any()))]
+            if stale:
+                trades = frame_of((parts[path] for path in stale), SILVER.schema_of(LATENESS_COLUMNS))
+                worked_out = trade_lateness(trades, self._ledger_of(trades), self.delay)
+                ends = list(accumulate(parts[path].num_rows for path in stale))
+                for path, start, end in zip(stale, [0, *ends], ends):
+                    kept.by_file[path] = worked_out.iloc[start:end]
                 kept.ledger_version = version
+            if stale or changed:
+                kept.by_file = {path: kept.by_file[path] for path in parts}
+                kept.lateness = pd.concat([pd.Series([], dtype="Int64"), *kept.by_file.values()], ignore_index=True)
             return kept.lateness
 
     def _ledger_of(self, trades: pd.DataFrame) -> pd.DataFrame:

@@ -126,33 +126,47 @@ def ledger_fronts(ledger: pd.DataFrame, delay: timedelta) -> pd.Series:
     return pd.to_datetime(ledger["front"], utc=True).fillna(derived)
 
 
+def _microseconds(times: pd.Series) -> np.ndarray:
+    """Times as int64 microseconds since the epoch, UTC (one without a zone is taken as UTC; NaT:
+    the smallest int64)."""
+    index = pd.DatetimeIndex(times)
+    return (index.tz_localize("UTC") if index.tz is None else index.tz_convert("UTC")).as_unit("us").asi8
+
+
 def trade_lateness(trades: pd.DataFrame, ledger: pd.DataFrame, delay: timedelta) -> pd.Series:
     """Per trade (LATENESS_COLUMNS, any index), its lateness in whole microseconds (Int64): from
     the front of the batch that read its record; <NA> when no ledger range holds the record (its
     batch's ledger rows not committed yet). A record read under several checkpoints (a replay)
     takes its greatest lateness, as too_late_trades takes the decision made live."""
-    lateness = pd.Series(pd.NA, index=trades.index, dtype="Int64")
-    if trades.empty or ledger.empty:
-        return lateness
-    ranges = ledger.assign(front=ledger_fronts(ledger, delay))[
-        ["query_id", "topic", "partition", "start_offset", "end_offset", "front"]]
-    records = trades[["event_time", "topic", "partition", "offset"]].assign(row=range(len(trades)))
-    records = records.sort_values("offset")
-    found = []
-    for (_, topic, partition), mine_ranges in ranges.groupby(["query_id", "topic", "partition"]):
-        mine = records[(records["topic"] == topic) & (records["partition"] == partition)]
-        if mine.empty:
-            continue
-        matched = pd.merge_asof(mine, mine_ranges.sort_values("start_offset")[["start_offset", "end_offset", "front"]],
-                                left_on="offset", right_on="start_offset", direction="backward")
-        matched = matched[matched["offset"] < matched["end_offset"]]
-        behind = (matched["front"] - pd.to_datetime(matched["event_time"], utc=True)) // MICROSECOND
-        found.append(pd.DataFrame({"row": matched["row"].to_numpy(),
-                                   "lateness": behind.fillna(0).clip(lower=0).astype("int64").to_numpy()}))
-    if found:
-        worst = pd.concat(found).groupby("row")["lateness"].max()
-        lateness.iloc[worst.index.to_numpy()] = worst.to_numpy()
-    return lateness
+    lateness = np.full(len(trades), -1, dtype="int64")  # -1: no range holds the record
+    if len(trades) and len(ledger):
+        ranges = ledger.assign(front=ledger_fronts(ledger, delay))
+        event_us = _microseconds(trades["event_time"])
+        offsets = trades["offset"].to_numpy(dtype="int64")
+        rows_of = _rows_by_partition(trades)
+        for (_, topic, partition), mine in ranges.groupby(["query_id", "topic", "partition"], sort=False):
+            rows = rows_of.get((topic, partition))
+            if rows is None:
+                continue
+            mine = mine.sort_values("start_offset")
+            starts, ends = mine["start_offset"].to_numpy("int64"), mine["end_offset"].to_numpy("int64")
+            fronts, known = _microseconds(mine["front"]), mine["front"].notna().to_numpy()
+            at = np.searchsorted(starts, offsets[rows], side="right") - 1
+            inside = (at >= 0) & (offsets[rows] < ends[np.maximum(at, 0)])
+            rows, at = rows[inside], at[inside]
+            behind = np.where(known[at], fronts[at] - event_us[rows], 0).clip(min=0)
+            lateness[rows] = np.maximum(lateness[rows], behind)
+    return pd.Series(pd.arrays.IntegerArray(lateness, lateness < 0), index=trades.index)
+
+
+def _rows_by_partition(trades: pd.DataFrame) -> dict[tuple[str, int], np.ndarray]:
+    """(topic, partition) -> the positions of its trades (one topic, the usual case, costs no
+    string grouping)."""
+    topics = trades["topic"].unique()
+    if len(topics) > 1:
+        return {key: rows for key, rows in trades.groupby(["topic", "partition"], sort=False).indices.items()}
+    partitions = trades["partition"].to_numpy()
+    return {(topics[0], int(p)): np.flatnonzero(partitions == p) for p in np.unique(partitions)}
 
 
 def too_late_counts(lateness_us: pd.Series, delays: list[timedelta]) -> list[int]:
