@@ -67,14 +67,13 @@ def create_app(lake: Lake | str | Path, refresh_ms: int = 2000, simulator=None,
         return snapshot
 
     app.layout = layout
+    lateness = LatenessReader(lake, watermark or (simulator.watermark if simulator is not None else Settings.watermark))
     context = PageContext(readers, status, simulator, reconciler, lake, SilverFilterValues(lake),
-                          QuarantineReader(lake))
+                          QuarantineReader(lake), lateness=lateness)
     register_callbacks(app, context)
     # One publisher per app: the default view worked out once per change for every open page.
     push.register(app, push.Publisher(context, max_pages=max_pages))
-    delay = watermark or (simulator.watermark if simulator is not None else Settings.watermark)
-    api.register(app.server, status, readers.history, lambda: next(iter(context.gold_days()), None),
-                 LatenessReader(lake, delay))
+    api.register(app.server, status, readers.history, lambda: next(iter(context.gold_days()), None), lateness)
     return app
 
 

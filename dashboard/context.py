@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import pandas as pd
+
 from dashboard.data import (
     CORRECTION_COLUMNS,
     GOLD_COLUMNS,
@@ -19,7 +21,7 @@ from dashboard.data import (
     late_data,
     trading_days,
 )
-from dashboard.readers import DayReader, HistoryReader, QuarantineReader, SilverFilterValues
+from dashboard.readers import DayReader, HistoryReader, LatenessReader, QuarantineReader, SilverFilterValues
 from streaming.lake.store import Lake
 from streaming.lake.tables import CORRECTIONS, GOLD, LATE_TRADES
 
@@ -78,16 +80,19 @@ class PageContext:
     filter_values: SilverFilterValues | None = None
     quarantine: QuarantineReader | None = None
     push: Any = None  # the app's push.Publisher, which sets itself here when it is made
+    lateness: LatenessReader | None = None
     # What is worked out from a frame is kept until the reader hands back another (gold changes
     # with every micro-batch, a day's corrections far less often).
     _days_of: dict = field(init=False, repr=False)
     _late_of: dict = field(init=False, repr=False)
     _history_of: dict = field(init=False, repr=False)
+    _lateness_of: dict = field(init=False, repr=False)
 
     def __post_init__(self):
         self._days_of = {"gold": None, "days": []}
         self._late_of = {"corrections": None, "late_trades": None, "day": None, "late": None}
         self._history_of = {"history": None, "day": None, "first": {}, "span": None}
+        self._lateness_of = {"day": None, "lateness": None, "answer": None}
 
     def gold_days(self) -> list[str]:
         """trading_days of gold, worked out again only when the reader has read a new frame."""
@@ -102,6 +107,21 @@ class PageContext:
         if self.push is None:
             return drawing.compute(snapshot, *choices)
         return self.push.shared(drawing.name, drawing.compute, snapshot, *choices)
+
+    def lateness_answer(self, day: str | None) -> dict:
+        """/api/lateness's answer for the day the page shows (see pick_day), worked out again only
+        when the reader hands back another lateness."""
+        from dashboard.api import lateness_json
+
+        assert self.lateness is not None
+        shown = self.shown_day(day)
+        if shown is None:
+            return lateness_json(pd.Series([], dtype="Int64"), None, self.lateness.delay)
+        lateness = self.lateness.read(shown)
+        kept = self._lateness_of
+        if kept["day"] != shown or kept["lateness"] is not lateness:
+            kept.update(day=shown, lateness=lateness, answer=lateness_json(lateness, shown, self.lateness.delay))
+        return kept["answer"]
 
     def shown_day(self, day: str | None) -> str | None:
         """The day the page shows for the picker's choice (see pick_day)."""

@@ -98,3 +98,11 @@ TAB_RECONCILIATION = "tab-reconciliation"
 TAB_TIME_MACHINE = "tab-time-machine"
 TAB_EXPORT = "tab-export"
 TAB_SIMULATION = "tab-simulation"
+TAB_LATENESS = "tab-lateness"
+
+LATENESS_SENTENCE = "lateness-sentence"
+LATENESS_DELAY = "lateness-delay"
+LATENESS_DISTRIBUTION = "lateness-distribution"
+LATENESS_CURVE = "lateness-curve"
+LATENESS_TICK = "lateness-tick"  # moved by a new snapshot while the tab is open
+LATENESS_TAB = "lateness-tab-id"

@@ -37,6 +37,7 @@ def build_layout(refresh_ms: int, producer_enabled: bool | None, simulation: Sim
         ]),
         panels.tabs.layout({
             ids.TAB_TOO_LATE: [panels.too_late.layout()],
+            ids.TAB_LATENESS: [panels.what_if.layout()],
             ids.TAB_QUARANTINE: [panels.quarantine.layout()],
             ids.TAB_TIME_MACHINE: panels.time_machine.controls(),
             ids.TAB_RECONCILIATION: [panels.reconciliation.layout(reconcile_available)],

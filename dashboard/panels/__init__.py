@@ -13,15 +13,16 @@ from dashboard.panels import (
     tabs,
     time_machine,
     too_late,
+    what_if,
 )
 
 __all__ = ["chart", "corrections", "exactly_once", "export", "health", "kpis", "producer", "quarantine",
-           "reconciliation", "tabs", "time_machine", "too_late", "WITH_CALLBACKS", "DRAWN_FROM_SNAPSHOT"]
+           "reconciliation", "tabs", "time_machine", "too_late", "what_if", "WITH_CALLBACKS", "DRAWN_FROM_SNAPSHOT"]
 
 # The panels with callbacks, in page order (the too-late list has none of its own: the
 # corrections panel's callback draws it, with the rest of the late data, in one request).
 WITH_CALLBACKS = (kpis, chart, time_machine, export, producer, corrections, tabs, quarantine, reconciliation,
-                  exactly_once, health)
+                  exactly_once, health, what_if)
 
 # The panels drawn from the snapshot store alone (and the page's choices): the push carries their
 # outputs, which a page in the default view sets with no request (assets/push.js).

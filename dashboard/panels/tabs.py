@@ -13,7 +13,8 @@ from dashboard.context import PageContext
 from dashboard.inputs import choice
 
 # (panel id, tab label), in the tab bar's order.
-TABS = ((ids.TAB_TOO_LATE, "Too late"), (ids.TAB_QUARANTINE, "Quarantine"), (ids.TAB_TIME_MACHINE, "Time machine"),
+TABS = ((ids.TAB_TOO_LATE, "Too late"), (ids.TAB_LATENESS, "Lateness"), (ids.TAB_QUARANTINE, "Quarantine"),
+        (ids.TAB_TIME_MACHINE, "Time machine"),
         (ids.TAB_RECONCILIATION, "Reconciliation"), (ids.TAB_EXACTLY_ONCE, "Exactly once"),
         (ids.TAB_HEALTH, "Health"), (ids.TAB_SIMULATION, "Simulation"), (ids.TAB_EXPORT, "Export"))
 FIRST = TABS[0][0]

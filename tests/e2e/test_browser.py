@@ -306,6 +306,41 @@ def test_the_time_machine_plays_back_a_past_day_and_a_clicked_window_shows_its_r
         app.stop()
 
 
+def lateness(app: RunningApp, day: str) -> dict:
+    """GET /api/lateness of a day."""
+    with urllib.request.urlopen(f"{app.url}api/lateness?day={day}", timeout=10) as answer:
+        return json.load(answer)
+
+
+def test_the_lateness_tab_draws_and_its_sentence_follows_the_day(tmp_path, page):
+    app = RunningApp(tmp_path, "--no-producer")
+    past = (datetime.now(timezone.utc) - timedelta(days=1)).strftime("%Y-%m-%d")
+    try:
+        # Each day: a trade at 10:00 moves the front, then trades behind it in later batches.
+        for day, behind in ((past, (45,)), (DAY[:10], (1, 60))):
+            front = datetime.fromisoformat(f"{day}T10:00:00+00:00")
+            app.writer.send(trade(f"{day}-front", "BUY", 1, 10.0, f"{day}T10:00:00Z"))
+            wait_for(lambda d=day: lateness(app, d)["trades"] == 1, 120, interval_s=1, what=f"{day}'s front")
+            app.writer.send(*(trade(f"{day}-{m}", "SELL", 1, 10.0,
+                                    (front - timedelta(minutes=m)).strftime("%Y-%m-%dT%H:%M:%SZ")) for m in behind))
+            wait_for(lambda d=day, n=len(behind): lateness(app, d)["trades"] == 1 + n, 120, interval_s=1,
+                     what=f"{day}'s later trades")
+
+        page.goto(app.url)
+        wait_for_text(page, "#kpi-cards", "$", timeout=90_000)
+        open_tab(page, "Lateness")
+        wait_for_text(page, "#lateness-sentence", "1 of 3 trades (33.333%) were too late", timeout=60_000)
+        page.wait_for_selector("#lateness-curve .js-plotly-plot .scatterlayer .trace")
+        page.wait_for_selector("#lateness-distribution .js-plotly-plot .barlayer .trace")
+        page.click("#day-picker")
+        page.get_by_role("option", name=datetime.fromisoformat(past).strftime("%a %d %b %Y")).click()
+        wait_for_text(page, "#lateness-sentence", f"{past}: with 30 minutes, 1 of 2 trades (50.000%) were too late",
+                      timeout=60_000)
+        assert page.console_errors == []
+    finally:
+        app.stop()
+
+
 def test_the_exactly_once_panel_counts_on_demand(quiet_app, page):
     quiet_app.writer.send(trade("f1", "SELL", 1, 8.0, DAY + "13:01:00Z"))
     page.goto(quiet_app.url)
@@ -389,8 +424,8 @@ def test_on_a_phone_nothing_overflows_sideways_and_the_kpis_and_chart_come_first
         assert title.startswith("Window start, UTC") and title.endswith(DAY[:4])
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "browser-phone-390x844.png"), full_page=True)
-        for label in ("Too late", "Quarantine", "Time machine", "Reconciliation", "Exactly once", "Health",
-                      "Simulation", "Export"):
+        for label in ("Too late", "Lateness", "Quarantine", "Time machine", "Reconciliation", "Exactly once",
+                      "Health", "Simulation", "Export"):
             open_tab(page, label)
             assert page.evaluate(width) <= 390, label
         assert page.console_errors == []
