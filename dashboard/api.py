@@ -49,8 +49,8 @@ def summary_parameters(args: Mapping[str, list[str]]) -> tuple[str | None, datet
         try:
             if len(day) != 10:
                 raise ValueError(day)
-            day = date.fromisoformat(day).isoformat()
-        except ValueError:
+            day = (date.fromisoformat(day) + timedelta(days=1) - timedelta(days=1)).isoformat()  # a whole day
+        except (ValueError, OverflowError):
             raise BadRequest(f"day must be a date as YYYY-MM-DD, such as 2026-03-02; got {day!r}.") from None
     return day, parse_instant(args["as_of"][0]) if "as_of" in args else None
 

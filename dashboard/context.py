@@ -118,10 +118,12 @@ class PageContext:
         if shown is None:
             return lateness_json(pd.Series([], dtype="Int64"), None, self.lateness.delay)
         lateness = self.lateness.read(shown)
-        kept = self._lateness_of
-        if kept["day"] != shown or kept["lateness"] is not lateness:
-            kept.update(day=shown, lateness=lateness, answer=lateness_json(lateness, shown, self.lateness.delay))
-        return kept["answer"]
+        kept = self._lateness_of  # pages ask from several threads: one dict is read, a new one put
+        if kept["day"] == shown and kept["lateness"] is lateness:
+            return kept["answer"]
+        answer = lateness_json(lateness, shown, self.lateness.delay)
+        self._lateness_of = {"day": shown, "lateness": lateness, "answer": answer}
+        return answer
 
     def shown_day(self, day: str | None) -> str | None:
         """The day the page shows for the picker's choice (see pick_day)."""

@@ -129,6 +129,15 @@ def current_watermark(snapshot: dict | None) -> pd.Timestamp | None:
     return pd.Timestamp(max(marks)) if marks else None
 
 
+def finality(snapshot: dict | None, rows: list[dict]) -> list[bool] | None:
+    """Per window: whether it is final, against the live snapshot's watermark; None for a
+    snapshot that carries none to judge by (the time machine's, at an earlier instant)."""
+    if snapshot is None or "status" not in snapshot or "as_of" in snapshot:
+        return None
+    watermark = current_watermark(snapshot)
+    return [is_final(w.get("window_end", ""), watermark) for w in rows]
+
+
 def is_final(window_end: str, watermark: datetime | None) -> bool:
     """Whether a window (its end, ISO 8601) is final: it ends at or before the watermark, so no
     trade can change it but as a too-late one (semantics.md#the-watermark)."""
@@ -147,7 +156,8 @@ def summary_figure(snapshot: dict | None, mode: str = ids.MODE_WINDOW, first_rep
     hover = "%{fullData.name}: %{y:$,.2f}<extra></extra>"
     watermark = current_watermark(snapshot)
     # A window still open (right of the watermark) is drawn hollow: its totals may still grow.
-    final = [mode != ids.MODE_WINDOW or is_final(w.get("window_end", ""), watermark) for w in rows]
+    judged = finality(snapshot, rows) if mode == ids.MODE_WINDOW else None
+    final = judged if judged is not None else [True] * len(rows)
     symbols = ["circle" if done else "circle-open" for done in final]
     # customdata: the window start with its zone, which a click hands back (Plotly's x has none).
     data = [
@@ -178,9 +188,9 @@ def summary_figure(snapshot: dict | None, mode: str = ids.MODE_WINDOW, first_rep
             hovertext=["<br>".join(stories[start][:3]) for start, _ in corrected],
         ))
     shapes, annotations = [], []
-    if not all(final):  # a faint band over the windows still open
-        first_open = x[final.index(False)]
-        shapes.append(dict(type="rect", xref="x", yref="paper", x0=first_open, x1=x[-1], y0=0, y1=1, layer="below",
+    if not all(final):  # a faint band over the windows still open, to the last one's end
+        first_open, end = x[final.index(False)], rows[-1].get("window_end") or x[-1]
+        shapes.append(dict(type="rect", xref="x", yref="paper", x0=first_open, x1=end, y0=0, y1=1, layer="below",
                            fillcolor="#9ca3af", opacity=0.12, line=dict(width=0)))
     if watermark is not None and rows[0]["start"] <= watermark <= rows[-1]["start"] + timedelta(hours=1):
         # Windows ending left of the watermark are final; right of it they may still change.

@@ -47,7 +47,7 @@ def valid_day(day) -> bool:
     """Whether `day` is a YYYY-MM-DD day (the picker's value and the store's are only text)."""
     try:
         return isinstance(day, str) and len(day) == 10 and Span.utc_day("t", day) is not None
-    except ValueError:
+    except (ValueError, OverflowError):  # 9999-12-31 has no day after it
         return False
 
 

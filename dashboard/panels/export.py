@@ -14,7 +14,7 @@ from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
 from dashboard import ids
 from dashboard.context import PageContext
 from dashboard.data import json_records, on_day
-from dashboard.figures import current_watermark, is_final, running_totals, window_rows
+from dashboard.figures import finality, running_totals, window_rows
 from dashboard.formatting import message_class
 from dashboard.inputs import store_day
 from dashboard.panels.time_machine import shown_instant
@@ -53,12 +53,13 @@ def windows_csv(snapshot: dict | None) -> str:
     """The snapshot's windows, oldest first, with the running totals of buy, sell and settlement."""
     rows = window_rows(snapshot)
     totals = running_totals(rows)
-    watermark = current_watermark(snapshot)
+    judged = finality(snapshot, rows)  # None: not known at an earlier instant
+    final: list[bool | None] = list(judged) if judged is not None else [None] * len(rows)
     return _csv(WINDOW_HEADER, [
         [w["window_start"], w["window_end"], w["buy_amount"], w["sell_amount"], w["settlement_amount"],
          w["trade_count"], w["revision"], t["buy_amount"], t["sell_amount"], t["settlement_amount"],
-         str(is_final(w["window_end"], watermark)).lower()]
-        for w, t in zip(rows, totals)])
+         "" if done is None else str(done).lower()]
+        for w, t, done in zip(rows, totals, final)])
 
 
 def corrections_csv(corrections: list[dict]) -> str:

@@ -154,26 +154,24 @@ def register(app: Dash, context: PageContext) -> None:
                             State(ids.LATENESS_TAB, "data"), State(ids.LATENESS_TICK, "data"),
                             prevent_initial_call=True)
 
+    # The slider is an input and, once, an output (the run's delay at the first draw): one request a draw.
     @app.callback(Output(ids.LATENESS_SENTENCE, "children"), Output(ids.LATENESS_DISTRIBUTION, "figure"),
                   Output(ids.LATENESS_CURVE, "figure"), Output(ids.LATENESS_DELAY, "marks"),
                   Output(ids.LATENESS_DELAY, "min"), Output(ids.LATENESS_DELAY, "max"),
+                  Output(ids.LATENESS_DELAY, "value"),
                   Input(ids.LATENESS_TICK, "data"), Input(ids.LATENESS_DELAY, "value"), State(ids.PAGE_TABS, "value"),
                   State(ids.DAY_PICKER, "value"), prevent_initial_call=True)
-    def draw_lateness(_tick, delay, tab, day):
+    def draw_lateness(_tick, position, tab, day):
         if choice(tab) != ids.TAB_LATENESS or context.lateness is None:
-            return (no_update,) * 6
+            return (no_update,) * 7
         answer = context.lateness_answer(choice(day))
-        chosen = chosen_delay(answer, delay)
         marks = slider_marks(answer)
+        if not isinstance(position, int):  # the first draw: the slider at the run's delay
+            run = short(answer["watermark_s"])
+            position = next((i for i, label in marks.items() if label == run), None)
+            start = position if position is not None else no_update
+        else:
+            start = no_update
+        chosen = chosen_delay(answer, position)
         return (sentence(answer, chosen), distribution_figure(answer), curve_figure(answer, chosen), marks, 0,
-                max(len(marks) - 1, 1))
-
-    @app.callback(Output(ids.LATENESS_DELAY, "value"), Input(ids.LATENESS_DELAY, "marks"),
-                  State(ids.LATENESS_DELAY, "value"), prevent_initial_call=True)
-    def start_at_the_runs_delay(marks, value):
-        """The slider starts at the run's delay."""
-        if value is not None or context.lateness is None or not isinstance(marks, dict):
-            return no_update
-        run = short(context.lateness.delay.total_seconds())
-        return next((int(position) for position, label in marks.items() if label == run), no_update)
-
+                max(len(marks) - 1, 1), start)

@@ -144,19 +144,32 @@ def trade_lateness(trades: pd.DataFrame, ledger: pd.DataFrame, delay: timedelta)
         event_us = _microseconds(trades["event_time"])
         offsets = trades["offset"].to_numpy(dtype="int64")
         rows_of = _rows_by_partition(trades)
-        for (_, topic, partition), mine in ranges.groupby(["query_id", "topic", "partition"], sort=False):
-            rows = rows_of.get((topic, partition))
-            if rows is None:
-                continue
-            mine = mine.sort_values("start_offset")
-            starts, ends = mine["start_offset"].to_numpy("int64"), mine["end_offset"].to_numpy("int64")
-            fronts, known = _microseconds(mine["front"]), mine["front"].notna().to_numpy()
-            at = np.searchsorted(starts, offsets[rows], side="right") - 1
-            inside = (at >= 0) & (offsets[rows] < ends[np.maximum(at, 0)])
-            rows, at = rows[inside], at[inside]
-            behind = np.where(known[at], fronts[at] - event_us[rows], 0).clip(min=0)
-            lateness[rows] = np.maximum(lateness[rows], behind)
+        # A query's first batch starts at 0 in the ledger (the offset log keeps no start for it),
+        # so its range may span records another query read first (a replay): its trades are
+        # those no other range holds.
+        first = (ranges["batch_id"] == 0).to_numpy() if "batch_id" in ranges else np.zeros(len(ranges), bool)
+        for fallback in (False, True):
+            for (_, topic, partition), mine in ranges[first == fallback].groupby(["query_id", "topic", "partition"],
+                                                                                  sort=False):
+                rows = rows_of.get((topic, partition))
+                if rows is not None:
+                    _judge(lateness, rows[lateness[rows] < 0] if fallback else rows, mine, offsets, event_us)
     return pd.Series(pd.arrays.IntegerArray(lateness, lateness < 0), index=trades.index)
+
+
+def _judge(lateness: np.ndarray, rows: np.ndarray, ranges: pd.DataFrame, offsets: np.ndarray,
+           event_us: np.ndarray) -> None:
+    """Sets the lateness of the trades at `rows` that one query's ranges of their partition hold
+    (the greatest, where it had one). Capped below the front's distance from the epoch: the sink's
+    watermark never goes below the epoch, so no delay that reaches it leaves a trade out."""
+    ranges = ranges.sort_values("start_offset")
+    starts, ends = ranges["start_offset"].to_numpy("int64"), ranges["end_offset"].to_numpy("int64")
+    fronts, known = _microseconds(ranges["front"]), ranges["front"].notna().to_numpy()
+    at = np.searchsorted(starts, offsets[rows], side="right") - 1
+    inside = (at >= 0) & (offsets[rows] < ends[np.maximum(at, 0)])
+    rows, at = rows[inside], at[inside]
+    behind = np.where(known[at], np.minimum(fronts[at] - event_us[rows], fronts[at] - 1), 0).clip(min=0)
+    lateness[rows] = np.maximum(lateness[rows], behind)
 
 
 def _rows_by_partition(trades: pd.DataFrame) -> dict[tuple[str, int], np.ndarray]:

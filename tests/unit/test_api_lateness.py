@@ -21,6 +21,7 @@ def client(tmp_path):
 @pytest.mark.parametrize("query, says", [
     ("day=tomorrow", "day must be a date as YYYY-MM-DD"),
     ("day=2026-02-30", "day must be a date as YYYY-MM-DD"),
+    ("day=9999-12-31", "day must be a date as YYYY-MM-DD"),  # no whole day after it to read
     ("day=2026-03-02&day=2026-03-03", "day is given 2 times"),
     ("as_of=2026-03-02T10:00:00Z", "Unknown parameter 'as_of'"),
 ])

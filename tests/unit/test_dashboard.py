@@ -82,6 +82,13 @@ def test_windows_right_of_the_watermark_are_drawn_hollow_under_a_band_and_the_le
     assert "Not final yet (right of the watermark)" not in [t["name"] for t in summary_figure(done)["data"]]
 
 
+def test_the_time_machines_chart_at_an_earlier_instant_draws_no_window_open(snapshot):
+    earlier = {**snapshot, "as_of": {"at": "2026-03-02T09:40:00+00:00", "label": "as of"}}  # no status to judge by
+    fig = summary_figure(earlier, ids.MODE_WINDOW)
+    assert fig["data"][0]["marker"]["symbol"] == ["circle"] * 3
+    assert not [shape for shape in fig["layout"]["shapes"] if shape["type"] == "rect"]
+
+
 def test_running_totals_accumulate_over_the_day(snapshot):
     fig = summary_figure(snapshot, ids.MODE_RUNNING)
     assert fig["data"][0]["y"] == [1000.0, 1200.0, 1250.0]

@@ -82,3 +82,22 @@ def test_at_the_delay_in_force_the_what_if_counts_exactly_the_too_late_trades():
     [at_delay] = too_late_counts(trade_lateness(trades, ranges, DELAY), [DELAY])
 
     assert at_delay == len(too_late_trades(trades, ranges)) > 0
+
+
+def test_a_queries_first_batch_holds_only_the_records_no_other_range_holds():
+    # A replay's first batch is recorded from offset 0, over records the live query read first.
+    trades = pd.DataFrame({"event_time": [T("2026-03-02 09:59"), T("2026-03-02 13:00")], "topic": "t",
+                           "partition": [0, 0], "offset": [3, 11]})
+    ranges = ledger(("live", 5, 0, 0, 10, T("2026-03-02 10:00"), T("2026-03-02 09:30")),
+                    ("replay", 0, 0, 0, 12, T("2026-03-02 14:00"), T("2026-03-02 13:30")))
+
+    assert trade_lateness(trades, ranges, DELAY).tolist() == [1 * MINUTE_US, 60 * MINUTE_US]
+
+
+def test_a_front_near_the_epoch_leaves_nothing_out_as_the_sinks_watermark_does_not_go_below_it():
+    trades = pd.DataFrame({"trade_id": ["old"], "event_time": [T("1969-12-31 23:20")], "topic": "t", "partition": [0],
+                           "offset": [0]})
+    ranges = ledger(("q", 1, 0, 0, 1, T("1970-01-01 00:10"), EPOCH))
+
+    assert too_late_counts(trade_lateness(trades, ranges, DELAY), [DELAY]) == [0] == [len(too_late_trades(trades,
+                                                                                                         ranges))]
