@@ -14,7 +14,7 @@ import time
 import uuid
 from typing import Any, Mapping
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 LOGGER_NAME = "streaming.librdkafka"
@@ -151,11 +151,13 @@ class EndOffsets:
         # A timestamp of -1 asks for the end offset (ListOffsets' LATEST), all partitions at once.
         ends = self._consumer.offsets_for_times([TopicPartition(self.topic, p, -1) for p in self._partitions],
                                                 timeout=timeout_s)
+        found = {end.partition: end.offset for end in ends if end.error is None}
         for end in ends:
-            if end.error is not None:
-                self._partitions = []  # a partition moved or went: ask for the list again
-                raise KafkaException(end.error)
-        return {f"{self.topic}:{end.partition}": end.offset for end in ends}
+            if end.error is not None:  # its leader moved (or is not known yet): asked alone, which finds it
+                self._partitions = []  # and the list asked again next time
+                found[end.partition] = self._consumer.get_watermark_offsets(
+                    TopicPartition(self.topic, end.partition), timeout=timeout_s)[1]
+        return {f"{self.topic}:{p}": found[p] for p in sorted(found)}
 
     def close(self) -> None:
         self._consumer.close()
