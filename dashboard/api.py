@@ -13,9 +13,11 @@ import flask
 import pandas as pd
 import pyarrow as pa
 
+from dashboard.figures import is_final
 from dashboard.readers import HistoryReader, LatenessReader
 from streaming.medallion.history import as_of
 from streaming.medallion.lateness import too_late_counts
+from streaming.run.health import newest_watermark
 
 SUMMARY_PARAMETERS = ("day", "as_of")
 LATENESS_USAGE = "GET /api/lateness?day=YYYY-MM-DD (optional: the newest day with data)"
@@ -35,36 +37,40 @@ class BadRequest(ValueError):
     """A parameter the API cannot use; its message says which and what it takes."""
 
 
-def summary_parameters(args: Mapping[str, list[str]]) -> tuple[str | None, datetime | None]:
-    """(day, as_of) from a query string's parameters (each name -> its values); BadRequest
-    naming the parameter for anything else."""
-    unknown = sorted(set(args) - set(SUMMARY_PARAMETERS))
+def query_parameters(args: Mapping[str, list[str]], names: tuple[str, ...], usage: str) -> dict[str, str]:
+    """Each of a query string's parameters (name -> its values) given once and among `names`;
+    BadRequest naming the parameter and ending with `usage` otherwise."""
+    unknown = sorted(set(args) - set(names))
     if unknown:
-        raise BadRequest(f"Unknown parameter {unknown[0]!r}: the API takes day and as_of. Usage: {SUMMARY_USAGE}")
+        raise BadRequest(f"Unknown parameter {unknown[0]!r}: the API takes {' and '.join(names)}. Usage: {usage}")
     for name, values in args.items():
         if len(values) > 1:
-            raise BadRequest(f"{name} is given {len(values)} times: give it once. Usage: {SUMMARY_USAGE}")
-    day = args["day"][0].strip() if "day" in args else None
-    if day is not None:
-        try:
-            if len(day) != 10:
-                raise ValueError(day)
-            day = (date.fromisoformat(day) + timedelta(days=1) - timedelta(days=1)).isoformat()  # a whole day
-        except (ValueError, OverflowError):
-            raise BadRequest(f"day must be a date as YYYY-MM-DD, such as 2026-03-02; got {day!r}.") from None
-    return day, parse_instant(args["as_of"][0]) if "as_of" in args else None
+            raise BadRequest(f"{name} is given {len(values)} times: give it once. Usage: {usage}")
+    return {name: values[0].strip() for name, values in args.items()}
+
+
+def parse_day(text: str, usage: str) -> str:
+    """A day as YYYY-MM-DD, one with a whole day of data after it (not date.max); BadRequest otherwise."""
+    try:
+        if len(text) != 10 or date.fromisoformat(text) == date.max:
+            raise ValueError(text)
+    except ValueError:
+        raise BadRequest(f"day must be a date as YYYY-MM-DD, such as 2026-03-02; got {text!r}. "
+                         f"Usage: {usage}") from None
+    return text
+
+
+def summary_parameters(args: Mapping[str, list[str]]) -> tuple[str | None, datetime | None]:
+    """(day, as_of) of /api/summary's query string, each None when not given; BadRequest otherwise."""
+    given = query_parameters(args, SUMMARY_PARAMETERS, SUMMARY_USAGE)
+    day = parse_day(given["day"], SUMMARY_USAGE) if "day" in given else None
+    return day, parse_instant(given["as_of"]) if "as_of" in given else None
 
 
 def lateness_parameters(args: Mapping[str, list[str]]) -> str | None:
     """The day of /api/lateness's query string, or None; BadRequest for anything else."""
-    unknown = sorted(set(args) - {"day"})
-    if unknown:
-        raise BadRequest(f"Unknown parameter {unknown[0]!r}: the API takes day. Usage: {LATENESS_USAGE}")
-    try:
-        day, _ = summary_parameters(args)
-    except BadRequest as bad:
-        raise BadRequest(f"{str(bad).split(' Usage: ')[0]} Usage: {LATENESS_USAGE}") from None
-    return day
+    given = query_parameters(args, ("day",), LATENESS_USAGE)
+    return parse_day(given["day"], LATENESS_USAGE) if "day" in given else None
 
 
 def lateness_json(lateness_us: pd.Series, day: str | None, delay: timedelta) -> dict:
@@ -110,14 +116,8 @@ def summary_json(ordered_day: pa.Table, day: str | None, instant: datetime, wate
         {"window_start": _iso(row["window_start"]), "window_end": _iso(row["window_end"]),
          "buy": row["buy_amount"], "sell": row["sell_amount"], "net": row["settlement_amount"],
          "trades": row["trade_count"], "changed_at": _iso(row["changed_at"]), "cause": row["cause"],
-         "final": watermark is not None and row["window_end"] <= watermark}
+         "final": is_final(row["window_end"], watermark)}
         for row in rows]}
-
-
-def status_watermark(snapshot: dict) -> datetime | None:
-    """The newest watermark of the health snapshot's queries."""
-    marks = [q["watermark"] for q in snapshot.get("queries", []) if q.get("watermark")]
-    return max(parse_instant(mark) for mark in marks) if marks else None
 
 
 def register(server: flask.Flask, status: Callable[[], dict], history: HistoryReader,
@@ -134,7 +134,7 @@ def register(server: flask.Flask, status: Callable[[], dict], history: HistoryRe
             return flask.jsonify({"error": str(bad)}), 400
         day = day or newest_day()
         return flask.jsonify(summary_json(history.read(day), day, instant or datetime.now(timezone.utc),
-                                          status_watermark(status())))
+                                          newest_watermark(status())))
 
     @server.route("/api/lateness")
     def api_lateness():

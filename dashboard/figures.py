@@ -5,10 +5,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from itertools import accumulate
 
-import pandas as pd
-
 from dashboard import ids
-from streaming.run.health import catch_up_line, kafka_trouble
+from streaming.run.health import catch_up_line, kafka_trouble, newest_watermark
 
 # The seed's meaning: buy blue, sell orange, settlement grey (a colour-blind-safe pair + grey).
 BUY_COLOR = "#1f77b4"
@@ -124,9 +122,8 @@ def corrected_windows(rows: list[dict], corrections: list[dict]) -> dict[str, li
     return {start: lines for start, lines in stories.items() if start in shown}
 
 
-def current_watermark(snapshot: dict | None) -> pd.Timestamp | None:
-    marks = [q["watermark"] for q in (snapshot or {}).get("status", {}).get("queries", []) if q.get("watermark")]
-    return pd.Timestamp(max(marks)) if marks else None
+def current_watermark(snapshot: dict | None) -> datetime | None:
+    return newest_watermark((snapshot or {}).get("status", {}))
 
 
 def finality(snapshot: dict | None, rows: list[dict]) -> list[bool] | None:
@@ -135,13 +132,13 @@ def finality(snapshot: dict | None, rows: list[dict]) -> list[bool] | None:
     if snapshot is None or "status" not in snapshot or "as_of" in snapshot:
         return None
     watermark = current_watermark(snapshot)
-    return [is_final(w.get("window_end", ""), watermark) for w in rows]
+    return [is_final(utc_time(w["window_end"]), watermark) if w.get("window_end") else False for w in rows]
 
 
-def is_final(window_end: str, watermark: datetime | None) -> bool:
-    """Whether a window (its end, ISO 8601) is final: it ends at or before the watermark, so no
-    trade can change it but as a too-late one (semantics.md#the-watermark)."""
-    return watermark is not None and utc_time(window_end) <= watermark
+def is_final(window_end: datetime, watermark: datetime | None) -> bool:
+    """Whether a window is final: it ends at or before the watermark, so no trade can change it
+    but as a too-late one (semantics.md#the-watermark)."""
+    return watermark is not None and window_end <= watermark
 
 
 def summary_figure(snapshot: dict | None, mode: str = ids.MODE_WINDOW, first_reported: bool = False) -> dict:

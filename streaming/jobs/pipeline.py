@@ -119,15 +119,10 @@ def ran_a_batch(progress: dict) -> bool:
     return "addBatch" in (progress.get("durationMs") or {})
 
 
-def with_records_read(progress: dict, sink: MedallionSink | None) -> dict:
+def with_records_read(progress: dict, read_by: Callable[[int], tuple[int, float | None] | None] | None) -> dict:
     """Spark counts a batch's input rows in the plan it ran: a live batch whose records the sink
-    fetched itself ran none, so its report gets the sink's count and Spark's two rates from it."""
-    return with_count(progress, sink.read_by if sink else None)
-
-
-def with_count(progress: dict, read_by: Callable[[int], tuple[int, float | None] | None] | None) -> dict:
-    """with_records_read, given the sink's read_by (batch id -> records read, seconds since the
-    batch before started)."""
+    fetched itself ran none, so its report gets the sink's count and Spark's two rates from it.
+    read_by: the sink's (batch id -> records read, seconds since the batch before started)."""
     if progress.get("numInputRows") or not ran_a_batch(progress) or read_by is None:
         return progress
     read = read_by(progress.get("batchId", -1))
@@ -246,15 +241,18 @@ class Pipeline(SparkJob):
 
     def progress(self, query: StreamingQuery) -> list[dict]:
         """The query's recent progress reports, with the records of the batches the sink read itself."""
-        sink = self.sinks.get(query.name)
-        return [with_records_read(p, sink) for p in query.recentProgress]
+        return [with_records_read(p, self._read_by(query.name)) for p in query.recentProgress]
+
+    def _read_by(self, name: str) -> Callable[[int], tuple[int, float | None] | None] | None:
+        sink = self.sinks.get(name)
+        return sink.read_by if sink else None
 
     def status(self) -> list[QueryStatus]:
         return [self._status(q) for q in self.queries]
 
     def _status(self, query: StreamingQuery) -> QueryStatus:
         restarts = self.restarts.get(query.name, Restarts())
-        progress: dict = with_records_read(query.lastProgress or {}, self.sinks.get(query.name))
+        progress: dict = with_records_read(query.lastProgress or {}, self._read_by(query.name))
         if ran_a_batch(progress):
             self._last_batches[query.name] = progress
         # A quiet query's status stays its last batch's (when it ran, how long it took), so an

@@ -43,6 +43,12 @@ def status_time(instant: datetime | None) -> str | None:
     return None if instant is None else instant.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def newest_watermark(status: dict) -> datetime | None:
+    """The newest watermark of a health snapshot's queries, as an aware UTC time; None before any."""
+    marks = [datetime.fromisoformat(q["watermark"]) for q in status.get("queries", []) if q.get("watermark")]
+    return max(marks).astimezone(timezone.utc) if marks else None
+
+
 def watermark_after(latest: datetime | None, delay: timedelta) -> datetime | None:
     """The watermark after trades up to `latest` (the sink's rule): None until it passes the epoch."""
     return latest - delay if latest is not None and latest - delay > EPOCH else None

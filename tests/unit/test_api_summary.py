@@ -7,11 +7,12 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from dashboard.api import BadRequest, parse_instant, status_watermark, summary_json, summary_parameters
+from dashboard.api import BadRequest, parse_instant, summary_json, summary_parameters
 from dashboard.app import create_app
 from streaming.lake.store import Batch, Lake
 from streaming.lake.tables import GOLD, SUMMARY_HISTORY
 from streaming.medallion.history import LATE, ON_TIME, change_rows
+from streaming.run.health import newest_watermark
 
 NINE = pd.Timestamp("2026-03-02 09:00", tz="UTC")
 
@@ -92,5 +93,5 @@ def test_a_window_is_final_once_the_watermark_has_passed_its_end():
     windows = summary_json(history, "2026-03-02", at, watermark)["windows"]
 
     assert [(w["window_start"][11:16], w["final"]) for w in windows] == [("09:00", True), ("09:15", False)]
-    assert status_watermark({"queries": [{"watermark": "2026-03-02T09:20:00Z"}, {"watermark": None}]}) == watermark
+    assert newest_watermark({"queries": [{"watermark": "2026-03-02T09:20:00Z"}, {"watermark": None}]}) == watermark
     assert not any(w["final"] for w in summary_json(history, "2026-03-02", at, None)["windows"])
