@@ -16,7 +16,7 @@ import pyarrow as pa
 from dashboard.figures import is_final
 from dashboard.readers import HistoryReader, LatenessReader
 from streaming.medallion.history import as_of
-from streaming.medallion.lateness import too_late_counts
+from streaming.medallion.lateness import CLOSED, too_late_counts
 from streaming.run.health import newest_watermark
 
 SUMMARY_PARAMETERS = ("day", "as_of")
@@ -76,14 +76,16 @@ def lateness_parameters(args: Mapping[str, list[str]]) -> str | None:
 def lateness_json(lateness_us: pd.Series, day: str | None, delay: timedelta) -> dict:
     """The answer of /api/lateness: for each delay of the what-if (and the run's), how many of the
     day's trades would have been too late, and the distribution of their lateness. `not_judged`:
-    trades whose batch's ledger rows were not committed yet when read."""
+    trades whose batch's ledger rows were not committed yet when read; `closed_when_quiet`: trades
+    for windows an idle close had made final, too late at every delay (and in no bin)."""
     judged = int(lateness_us.notna().sum())
     delays = sorted({*WHAT_IF_DELAYS, delay} - {timedelta(0)})
     counts = too_late_counts(lateness_us, delays)
-    edges = too_late_counts(lateness_us, list(LATENESS_BINS))
+    closed = lateness_us == CLOSED
+    edges = too_late_counts(lateness_us[~closed.fillna(False)], list(LATENESS_BINS))
     return {
         "day": day, "watermark_s": delay.total_seconds(), "trades": judged,
-        "not_judged": int(lateness_us.isna().sum()),
+        "not_judged": int(lateness_us.isna().sum()), "closed_when_quiet": int(closed.sum()),
         "curve": [{"delay_s": d.total_seconds(), "too_late": n, "share": n / judged if judged else 0.0}
                   for d, n in zip(delays, counts)],
         "distribution": [{"from_s": low.total_seconds(), "to_s": high.total_seconds() if high else None,

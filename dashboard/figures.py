@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 from itertools import accumulate
 
 from dashboard import ids
-from streaming.run.health import catch_up_line, kafka_trouble, newest_watermark
+from streaming.run.health import catch_up_line, kafka_trouble, newest_watermark, quiet_close_line
 
 # The seed's meaning: buy blue, sell orange, settlement grey (a colour-blind-safe pair + grey).
 BUY_COLOR = "#1f77b4"
@@ -270,4 +270,5 @@ def status_text(snapshot: dict | None) -> str:
     parts.append(f"Last batch {max(batches)[11:19] + ' UTC' if batches else '—'}")
     watermarks = [q["watermark"] for q in queries if q.get("watermark")]
     parts.append(f"Watermark {max(watermarks)[:16].replace('T', ' ') if watermarks else '— (no trades yet)'}")
+    parts.extend(line[0].upper() + line[1:] for line in map(quiet_close_line, queries) if line)
     return "  ·  ".join(parts)

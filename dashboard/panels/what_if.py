@@ -62,6 +62,10 @@ def sentence(answer: dict, delay_s: float | None) -> str:
         text += f" (the run's delay, --watermark {minutes(run)})."
     else:
         text += f", and windows final {minutes(abs(chosen - run))} {'later' if chosen > run else 'sooner'}."
+    if answer.get("closed_when_quiet"):
+        n = answer["closed_when_quiet"]
+        text += (f" {n:,} of them came for windows closed when the input went quiet (--close-idle-after): "
+                 "too late at any delay.")
     if answer.get("not_judged"):
         text += f" {answer['not_judged']:,} trades of the last batch are not judged yet."
     return text
@@ -70,13 +74,18 @@ def sentence(answer: dict, delay_s: float | None) -> str:
 def distribution_figure(answer: dict) -> dict:
     """The day's trades by lateness (bars, log scale), the run's delay marked."""
     bins = [b for b in answer.get("distribution", []) if b["trades"]]
-    if not bins:
+    closed = answer.get("closed_when_quiet") or 0
+    if not bins and not closed:
         return empty_figure("No trade of this day judged yet.")
     labels = [bin_label(b) for b in answer["distribution"]]
     run_label = next((label for b, label in zip(answer["distribution"], labels)
                       if b["from_s"] <= answer["watermark_s"] and (b["to_s"] is None
                                                                    or answer["watermark_s"] < b["to_s"])), None)
-    bar = dict(type="bar", x=labels, y=[b["trades"] for b in answer["distribution"]], marker=dict(color=BUY_COLOR),
+    counts = [b["trades"] for b in answer["distribution"]]
+    colors = [BUY_COLOR] * len(counts)
+    if closed:  # too late at any delay: a bar of its own, apart from the lateness bins
+        labels, counts, colors = [*labels, "window closed (quiet)"], [*counts, closed], [*colors, "#6b7280"]
+    bar = dict(type="bar", x=labels, y=counts, marker=dict(color=colors),
                hovertemplate="%{x}: %{y:,} trades<extra></extra>", name="trades")
     shapes = [] if run_label is None else [dict(type="line", xref="x", yref="paper", x0=run_label, x1=run_label,
                                                 y0=0, y1=1, line=dict(color="#6b7280", dash="dash", width=1))]

@@ -16,7 +16,7 @@ from typing import Callable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from streaming.config import LoadSettings, Settings, format_duration
+from streaming.config import LoadSettings, Settings, format_duration, status_time
 from streaming.jobs.bronze_replay import ReplayPlan, plan_replay, replay_from_bronze, said_where_from
 from streaming.jobs.spark_job import SparkJob
 from streaming.kafka.options import explain_kafka_failure, source_options
@@ -95,6 +95,10 @@ class QueryStatus:
     last_restart_error: str | None = None  # the short cause of the last failure it was restarted after
     data_loss: str | None = None  # the last time Kafka no longer held offsets it had read (failOnDataLoss=false)
     records_lost: int = 0  # records Kafka removed before they were read, as the ledger counts them
+    last_trade_at: str | None = None  # when the last batch with new trades ended (at first: the query's start)
+    # While no trade has come since an idle close: {"windows_up_to": its watermark, "quiet_s": the
+    # quiet it followed} (health.quiet_close_line says it)
+    closed_when_quiet: dict | None = None
 
 
 def processed_offsets(progress: dict) -> dict[str, int]:
@@ -157,7 +161,7 @@ def query_status(query: StreamingQuery, restarts: int = 0, last_restart_error: s
         error=short_error(exception) if exception else None,  # the cause, not the worker's traceback
         batch_id=progress.get("batchId"),
         last_batch_at=progress.get("timestamp"),
-        watermark=None if watermark is None else watermark.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        watermark=status_time(watermark),
         input_rows_per_second=progress.get("inputRowsPerSecond"),
         rows_dropped_by_watermark=sum(op.get("numRowsDroppedByWatermark", 0) for op in operators),
         processed_rows_per_second=progress.get("processedRowsPerSecond"),
@@ -168,6 +172,8 @@ def query_status(query: StreamingQuery, restarts: int = 0, last_restart_error: s
         last_restart_error=last_restart_error,
         data_loss=sink.data_loss if sink else None,
         records_lost=sink.records_lost if sink else 0,
+        last_trade_at=status_time(sink.last_trade_at) if sink else None,
+        closed_when_quiet=sink.closed_while_quiet() if sink else None,
     )
 
 
@@ -291,6 +297,16 @@ class Pipeline(SparkJob):
             except Exception as exc:  # noqa: BLE001 - it cannot start yet (Kafka still down): next round
                 log.error("restarting query '%s' failed: %s", query.name, exc)
         return exhausted
+
+    def close_quiet_windows(self) -> None:
+        """Each query's idle close, once its input has been quiet for --close-idle-after."""
+        quiet = self.settings.close_idle_after
+        if quiet is None:
+            return
+        for query in self.queries:
+            sink = self.sinks.get(query.name)
+            if sink is not None and query.isActive:
+                sink.close_when_quiet(quiet)
 
     def failed(self) -> list[QueryStatus]:
         return [s for s in self.status() if s.error]

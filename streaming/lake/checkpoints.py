@@ -142,6 +142,11 @@ class QueryCheckpoint:
         ends = {(topic, int(p)): int(o) for topic, parts in offsets.items() for p, o in parts.items()}
         return OffsetLogEntry(ends)
 
+    def last_planned_batch(self) -> int | None:
+        """The newest batch in the offset log (it may not have run yet)."""
+        planned = [int(name) for name in self.files.names(_join(self.location, "offsets")) if name.isdigit()]
+        return max(planned) if planned else None
+
     def last_committed_batch(self) -> int | None:
         done = [int(name) for name in self.files.names(_join(self.location, "commits")) if name.isdigit()]
         return max(done) if done else None

@@ -105,6 +105,14 @@ def ledger_watermark(lake: Lake, query_id: str, batch_id: int) -> datetime | Non
     return found["w"][0].as_py() if found is not None and found.num_rows else None
 
 
+def closed_to(lake: Lake, closer: str, batch_id: int) -> datetime | None:
+    """The latest idle close a query's closer (lateness.quiet_closer) made in force by its batch
+    `batch_id` (None: none)."""
+    found = lake.query(BATCH_WATERMARKS, f"SELECT max({quote('closed_to')}) AS c FROM t WHERE "
+                                         f"{equals('query_id', closer)} AND {quote('batch_id')} <= {int(batch_id)}")
+    return found["c"][0].as_py() if found is not None and found.num_rows else None
+
+
 def holds_records_from(lake: Lake, table: Table, starts: dict[tuple[str, int], int]) -> bool:
     """Whether the table (keyed by Kafka record) holds a record at or after `starts` in any of
     their partitions."""

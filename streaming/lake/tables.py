@@ -192,6 +192,9 @@ BATCH_WATERMARKS = Table(
         # The latest event time before the batch, which the watermark trails (null before any, and
         # in rows written before it was recorded): a trade's lateness is measured from it (lateness.py).
         ("front", UTC_TIME),
+        # The watermark an idle close set (--close-idle-after), in force for the batch: its trades at
+        # or before it are too late whatever the delay (null: none). lateness.py.
+        ("closed_to", UTC_TIME),
     ]),
     keys=("query_id", "batch_id", "topic", "partition"), write=Write.APPEND_ONCE_PER_BATCH,
     compact_every=COMPACT_EVERY,

@@ -6,6 +6,10 @@ the trades that passed every check: a trade quarantined for jumping ahead in tim
 it; MedallionSink.latest_before in sink/medallion_sink.py). A trade of batch N is too late when
 its event time is at or before that watermark (`too_late`, in the sink).
 
+When the input has been quiet for --close-idle-after, the watermark moves up to the latest
+event time seen (an idle close, `quiet_close_rows`): from the next batch on, the batch's
+watermark is the larger of the rule's and the close's.
+
 The sink records it in the `gold/batch_watermarks` ledger (`ledger_rows`): one row per (query,
 batch, topic, partition) with the offset range [start_offset, end_offset) it read from Spark's
 offset log, and the watermark. `too_late_trades` derives the same from silver and the ledger
@@ -30,19 +34,46 @@ LATE_CANDIDATE_COLUMNS = ["trade_id", "event_time", "side", "amount", "topic", "
 
 
 def ledger_rows(query_id: str, batch_id: int, read: OffsetLogEntry | None,
-                previous: OffsetLogEntry | None, watermark: datetime, front: datetime | None = None) -> pa.Table:
+                previous: OffsetLogEntry | None, watermark: datetime, front: datetime | None = None,
+                closed_to: datetime | None = None) -> pa.Table:
     """The ledger rows of one batch: the offset ranges it read (from the previous batch's ends
-    to its own), the watermark it ran with and the front that watermark trails."""
+    to its own), the watermark it ran with, the front that watermark trails and the idle close
+    in force (None: none)."""
     if read is None:
         return BATCH_WATERMARKS.schema.empty_table()
     starts = previous.ends if previous else {}
     rows = [(tp, starts.get(tp, 0), end) for tp, end in sorted(read.ends.items()) if end > starts.get(tp, 0)]
+    return _ledger_table(query_id, batch_id, rows, watermark, front, closed_to)
+
+
+def _ledger_table(query_id: str, batch_id: int, ranges: list[tuple[tuple[str, int], int, int]], watermark: datetime,
+                  front: datetime | None, closed_to: datetime | None) -> pa.Table:
+    n = len(ranges)
     return pa.table({
-        "query_id": [query_id] * len(rows), "batch_id": [batch_id] * len(rows),
-        "topic": [tp[0] for tp, _, _ in rows], "partition": [tp[1] for tp, _, _ in rows],
-        "start_offset": [s for _, s, _ in rows], "end_offset": [e for _, _, e in rows],
-        "watermark": [watermark] * len(rows), "records_lost": [0] * len(rows), "front": [front] * len(rows),
+        "query_id": [query_id] * n, "batch_id": [batch_id] * n,
+        "topic": [tp[0] for tp, _, _ in ranges], "partition": [tp[1] for tp, _, _ in ranges],
+        "start_offset": [s for _, s, _ in ranges], "end_offset": [e for _, _, e in ranges],
+        "watermark": [watermark] * n, "records_lost": [0] * n, "front": [front] * n, "closed_to": [closed_to] * n,
     }, schema=BATCH_WATERMARKS.schema)
+
+
+def quiet_closer(query_id: str) -> str:
+    """The writer id of a query's idle closes in the ledger: rows of their own, beside the
+    query's batches, so a close never takes the key of the batch it comes before."""
+    return f"{query_id}:closed-when-quiet"
+
+
+def quiet_close_rows(query_id: str, before_batch: int, ends: dict[tuple[str, int], int], front: datetime) -> pa.Table:
+    """The ledger rows of an idle close: the watermark moved up to `front` (the latest event time
+    seen), in force from batch `before_batch` of the query on. One empty range per partition, at
+    the ends read so far: they hold no record, so every rule over ranges passes them by."""
+    ranges = [(tp, end, end) for tp, end in sorted(ends.items())]
+    return _ledger_table(quiet_closer(query_id), before_batch, ranges, front, front, front)
+
+
+def with_close(watermark: datetime, closed_to: datetime | None) -> datetime:
+    """A batch's watermark: the rule's, or an idle close's where that is later."""
+    return watermark if closed_to is None else max(watermark, closed_to)
 
 
 def judged_watermark(ledger: pa.Table) -> datetime:
@@ -111,9 +142,11 @@ def late_trade_rows(late: pd.DataFrame, window: timedelta, detected_at: datetime
 # A trade of a batch whose front (the latest event time before it) is F has lateness F - event
 # time, or 0 when it moved the front or came before any. With the delay D the batch's watermark is
 # F - D, so the trade is too late exactly when its lateness is D or more: one figure per trade
-# answers "how many would a delay of D have left out" for every D.
+# answers "how many would a delay of D have left out" for every D. A trade at or before an idle
+# close in force is too late whatever the delay: its lateness is CLOSED.
 LATENESS_COLUMNS = ["event_time", "topic", "partition", "offset"]
 MICROSECOND = pd.Timedelta(microseconds=1)
+CLOSED = np.iinfo(np.int64).max  # lateness of a trade for a window an idle close had made final
 
 
 def ledger_fronts(ledger: pd.DataFrame, delay: timedelta) -> pd.Series:
@@ -137,7 +170,8 @@ def trade_lateness(trades: pd.DataFrame, ledger: pd.DataFrame, delay: timedelta)
     """Per trade (LATENESS_COLUMNS, any index), its lateness in whole microseconds (Int64): from
     the front of the batch that read its record; <NA> when no ledger range holds the record (its
     batch's ledger rows not committed yet). A record read under several checkpoints (a replay)
-    takes its greatest lateness, as too_late_trades takes the decision made live."""
+    takes its greatest lateness, as too_late_trades takes the decision made live. CLOSED: too
+    late at any delay, for an idle close (the ledger's closed_to)."""
     lateness = np.full(len(trades), -1, dtype="int64")  # -1: no range holds the record
     if len(trades) and len(ledger):
         ranges = ledger.assign(front=ledger_fronts(ledger, delay))
@@ -169,6 +203,9 @@ def _judge(lateness: np.ndarray, rows: np.ndarray, ranges: pd.DataFrame, offsets
     inside = (at >= 0) & (offsets[rows] < ends[np.maximum(at, 0)])
     rows, at = rows[inside], at[inside]
     behind = np.where(known[at], np.minimum(fronts[at] - event_us[rows], fronts[at] - 1), 0).clip(min=0)
+    if "closed_to" in ranges and ranges["closed_to"].notna().any():
+        closed = ranges["closed_to"].notna().to_numpy()[at] & (event_us[rows] <= _microseconds(ranges["closed_to"])[at])
+        behind = np.where(closed, CLOSED, behind)
     lateness[rows] = np.maximum(lateness[rows], behind)
 
 

@@ -220,6 +220,7 @@ class App(Command[Settings]):
                     log.error("query '%s' failed for good after %d restarts: %s", query.name, query.restarts,
                               query.error)
                 return 1
+            self._close_quiet_windows(pipeline)
             snapshot = health.snapshot()
             self._report_catch_up(snapshot)
             batch = max((q["batch_id"] or 0 for q in snapshot["queries"]), default=0)
@@ -227,6 +228,13 @@ class App(Command[Settings]):
                 logged_at_batch = batch
                 log.info("status: %s", status_line(snapshot))
         return 0
+
+    @staticmethod
+    def _close_quiet_windows(pipeline) -> None:
+        try:
+            pipeline.close_quiet_windows()
+        except Exception as exc:  # noqa: BLE001 - tried again in a second; the batches go on meanwhile
+            log.warning("closing the windows of quiet input failed: %s", exc)
 
     def _broker_gave_up(self) -> bool:
         """The embedded broker ended and could not be started again: the app stops, exit code 1."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from datetime import timedelta
 from typing import Callable
 
 from streaming.config import MAX_RATE, MIN_RATE, parse_duration
@@ -86,6 +87,16 @@ def argtype(parse):
 
 
 duration_argument = argtype(parse_duration)
+
+
+def duration_or_off(text: str) -> timedelta | str:
+    """A DURATION, or 'off' (returned as such, so that a flag given as off differs from one not given)."""
+    if text.strip().lower() == "off":
+        return "off"
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{exc}; or off") from None
 
 
 def spark_conf_pair(text: str) -> tuple[str, str]:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from streaming.config import (
     CLEAN_SOURCE_MODES,
+    CLOSE_IDLE_AFTER,
     EMBEDDED_RETENTION,
     NEW_TOPIC_RETENTION,
     LoadSettings,
@@ -24,6 +25,7 @@ from streaming.run.argument_types import (
     clock_speed,
     count,
     duration_argument,
+    duration_or_off,
     host_name,
     port,
     positive_int,
@@ -234,6 +236,12 @@ def _add_streaming_arguments(stream) -> None:
     _add_duration(stream, "--max-event-time-jump",
                   "quarantine a trade whose event time is more than this ahead of the latest event time seen and "
                   "of its Kafka timestamp, instead of letting it move the watermark", Settings.max_event_time_jump)
+    stream.add_argument("--close-idle-after", type=duration_or_off, metavar="DURATION|off",
+                        help="after this much wall-clock time with no new trade, the watermark moves up to the latest "
+                             "event time seen, so every window up to it is final (recorded in the ledger like any "
+                             "watermark; a trade for a closed window that comes later is too late) "
+                             f"(default: '{duration_text(CLOSE_IDLE_AFTER)}' with the embedded broker, off "
+                             "with --bootstrap-servers; off: windows wait for newer trades)")
     stream.add_argument("--fail-on-data-loss", type=true_or_false, default=True, metavar="true|false",
                         help="whether the pipeline stops when Kafka no longer holds offsets it expects (a broker "
                              "that lost its tail, retention, a recreated topic); with false it logs the loss and "

@@ -12,7 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from streaming.config import LoadSettings, Settings, Simulation, UsageError, parse_kafka_properties
+from streaming.config import CLOSE_IDLE_AFTER, LoadSettings, Settings, Simulation, UsageError, parse_kafka_properties
 from streaming.lake.locations import is_remote, options_for_tasks
 from streaming.run.argument_types import bootstrap_servers
 from streaming.run.arguments import build_load_parser, build_parser
@@ -116,6 +116,16 @@ def _access(ns: argparse.Namespace, environ: Mapping[str, str]) -> dict:
                 insecure_no_login=ns.insecure_no_login, session_key=environ.get(SESSION_KEY_VARIABLE) or None)
 
 
+def _close_idle_after(given: timedelta | str | None, embedded_broker: bool) -> timedelta | None:
+    """--close-idle-after: as given ('off': never), else the default with the embedded broker and
+    never with another Kafka (its quiet may be a feed's stall, not the market's close)."""
+    if given == "off":
+        return None
+    if isinstance(given, timedelta):
+        return given
+    return CLOSE_IDLE_AFTER if embedded_broker else None
+
+
 def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None,
                    cwd: Path | None = None) -> Settings:
     """Flags and environment -> Settings, every local path absolute against `cwd` (default: the
@@ -127,8 +137,9 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None
         minutes = lambda d: f"{d.total_seconds() / 60:g} minutes"  # noqa: E731
         raise UsageError(f"--max-lateness {minutes(ns.max_lateness)} must be shorter than the watermark "
                          f"({minutes(ns.watermark)}); later trades are the beyond-watermark ones")
+    kafka = _kafka_target(ns, environ, parser)
     return Settings(
-        **_kafka_target(ns, environ, parser),
+        **kafka,
         **_storage(ns, environ),
         **_spark(ns),
         **_access(ns, environ),
@@ -139,6 +150,7 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None
         allowed_hosts=tuple(ns.allow_host),
         window=ns.window,
         watermark=ns.watermark,
+        close_idle_after=_close_idle_after(ns.close_idle_after, embedded_broker=kafka["bootstrap_servers"] is None),
         max_event_time_jump=ns.max_event_time_jump,
         fail_on_data_loss=ns.fail_on_data_loss,
         kafka_retry_timeout=ns.kafka_retry_timeout,

@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING, Callable, Mapping
 
 from confluent_kafka import KafkaException
 
+from streaming.config import status_time
 from streaming.kafka.clients import EndOffsets
 from streaming.lake.checkpoints import QueryCheckpoint
-from streaming.lake.lookups import latest_event_time_before, ledger_watermark
+from streaming.lake.lookups import closed_to, latest_event_time_before, ledger_watermark
 from streaming.lake.store import Lake
-from streaming.medallion.lateness import EPOCH
+from streaming.medallion.lateness import EPOCH, quiet_closer
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -38,11 +39,6 @@ class Resume:
     watermark: str | None  # as QueryStatus writes it; None before any trade
 
 
-def status_time(instant: datetime | None) -> str | None:
-    """A time as QueryStatus writes a watermark: '2026-03-02T09:02:00.000Z'."""
-    return None if instant is None else instant.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def newest_watermark(status: dict) -> datetime | None:
     """The newest watermark of a health snapshot's queries, as an aware UTC time; None before any."""
     marks = [datetime.fromisoformat(q["watermark"]) for q in status.get("queries", []) if q.get("watermark")]
@@ -57,7 +53,8 @@ def watermark_after(latest: datetime | None, delay: timedelta) -> datetime | Non
 def resume_point(lake: Lake, checkpoint: QueryCheckpoint, delay: timedelta) -> Resume | None:
     """Where the query of this checkpoint resumes (None before it has committed a batch): the
     offsets its last committed batch read to, and the watermark over silver's trades before
-    them, found as the sink finds it on its first batch after a restart."""
+    them (or an idle close's, when later), found as the sink finds it on its first batch after a
+    restart."""
     if not checkpoint.started:
         return None
     last = checkpoint.last_committed_batch()
@@ -66,7 +63,9 @@ def resume_point(lake: Lake, checkpoint: QueryCheckpoint, delay: timedelta) -> R
         return None
     bound = ledger_watermark(lake, checkpoint.query_id, last)  # the last batch's: at or below the latest
     latest = latest_event_time_before(lake, entry.ends, bound if bound and bound > EPOCH else None)
-    return Resume({f"{t}:{p}": o for (t, p), o in entry.ends.items()}, status_time(watermark_after(latest, delay)))
+    marks = (watermark_after(latest, delay), closed_to(lake, quiet_closer(checkpoint.query_id), last + 1))
+    return Resume({f"{t}:{p}": o for (t, p), o in entry.ends.items()},
+                  status_time(max((m for m in marks if m is not None), default=None)))
 
 
 def resumed(queries: list[dict], resumes: Mapping[str, Resume | None]) -> list[dict]:
@@ -244,6 +243,16 @@ def kafka_trouble(snapshot: dict) -> str | None:
     return f"Kafka unreachable since {since[11:19]} UTC: {(kafka.get('error') or '')[:200]}"
 
 
+def quiet_close_line(query: dict) -> str | None:
+    """'input quiet for 15 min: windows up to 16:59:58 closed' while an idle close holds."""
+    closed = query.get("closed_when_quiet")
+    if not closed:
+        return None
+    quiet = closed["quiet_s"]
+    said = f"{quiet / 60:.0f} min" if quiet >= 60 else f"{quiet:.0f} s"
+    return f"input quiet for {said}: windows up to {closed['windows_up_to'][11:19]} closed"
+
+
 def status_line(snapshot: dict) -> str:
     """One terminal line: each query's batch, rates, duration, watermark, lag; the producer."""
     trouble = kafka_trouble(snapshot)
@@ -253,7 +262,8 @@ def status_line(snapshot: dict) -> str:
         state = "FAILED" if q["error"] else "active" if q["active"] else "stopped"
         parts.append(f"{q['name']} {state}: batch {q['batch_id']}, {q['input_rows_per_second'] or 0:,.0f} in/s, "
                      f"{q['processed_rows_per_second'] or 0:,.0f} processed/s, {q['batch_duration_ms'] or 0} ms, "
-                     f"watermark {q['watermark'] or '-'}, lag {lags.get(q['name'], '-')}")
+                     f"watermark {q['watermark'] or '-'}, lag {lags.get(q['name'], '-')}"
+                     + (f" ({quiet_close_line(q)})" if quiet_close_line(q) else ""))
     producer = snapshot.get("producer")
     if producer:
         parts.append(f"producer {'on' if producer['enabled'] else 'off'}: {producer['rate']:g}/s, "

@@ -83,13 +83,20 @@ def health_families(snapshot: dict) -> list[Metric]:
     failed = _gauge("query_failed", "1 when the query has failed (until it is restarted)", ["query"])
     restarts = _counter("query_restarts", "Restarts of the query from its checkpoint after a failure", ["query"])
     watermark = _gauge("watermark_timestamp_seconds", "The watermark the query's next batch applies", ["query"])
+    quiet = _gauge("seconds_since_last_trade", "Wall-clock seconds since the query last wrote new trades (since "
+                   "its start, before any)", ["query"])
+    closed = _gauge("closed_when_quiet", "1 while an idle close (--close-idle-after) holds the watermark at the "
+                    "latest event time seen, with no trade since", ["query"])
     for query in queries:
         active.add_metric([query["name"]], 1 if query.get("active") else 0)
         failed.add_metric([query["name"]], 1 if query.get("error") else 0)
         restarts.add_metric([query["name"]], query.get("restarts") or 0)
         if (seconds := iso_seconds(query.get("watermark"))) is not None:
             watermark.add_metric([query["name"]], seconds)
-    families: list[Metric] = [end, committed, lag, unreachable, active, failed, restarts, watermark]
+        if (last_trade := iso_seconds(query.get("last_trade_at"))) is not None:
+            quiet.add_metric([query["name"]], max(0.0, time.time() - last_trade))
+        closed.add_metric([query["name"]], 1 if query.get("closed_when_quiet") else 0)
+    families: list[Metric] = [end, committed, lag, unreachable, active, failed, restarts, watermark, quiet, closed]
     broker = snapshot.get("broker")
     if broker and broker.get("supervised"):  # the embedded broker this app started and keeps up
         broker_restarts = _counter("broker_restarts", "Restarts of the embedded Kafka broker after it ended by itself")

@@ -8,6 +8,9 @@ Per micro-batch, in this order:
    added to gold (gold is the stream's state), with a correction for each window already past;
 3. the ledger (gold/batch_watermarks) records the offsets the batch read and that watermark.
 
+Between batches, after --close-idle-after with no new trade, `close_when_quiet` moves the
+watermark up to the latest event time seen and records it in the ledger for the next batch.
+
 Records read for the first time are parsed and written where they are read, by Spark's tasks
 (task_writes.py), or for a live batch of one share on a local master by the same code in the
 driver (its records fetched from Kafka here, kafka/range_reader.py: no Spark job), and the
@@ -25,19 +28,21 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 import time
 from collections import deque
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 
-from streaming.config import Settings
+from streaming.config import Settings, duration_text, status_time
 from streaming.kafka.clients import log_starts
 from streaming.kafka.range_reader import RangeReader
 from streaming.lake.checkpoints import OffsetLogEntry, QueryCheckpoint
 from streaming.lake.lookups import (
+    closed_to,
     holds_records_of,
     latest_event_time_before,
     ledger_watermark,
@@ -46,11 +51,19 @@ from streaming.lake.lookups import (
     silver_rows_of_records,
 )
 from streaming.lake.store import Batch, Lake
-from streaming.lake.tables import BRONZE, QUARANTINE, SILVER, UTC_TIME
+from streaming.lake.tables import BATCH_WATERMARKS, BRONZE, QUARANTINE, SILVER, UTC_TIME
 from streaming.medallion import losses
 from streaming.medallion.bronze import bronze_rows
 from streaming.medallion.gold import merge_window_sums
-from streaming.medallion.lateness import EPOCH, LATE_CANDIDATE_COLUMNS, judged_watermark, ledger_rows
+from streaming.medallion.lateness import (
+    EPOCH,
+    LATE_CANDIDATE_COLUMNS,
+    judged_watermark,
+    ledger_rows,
+    quiet_close_rows,
+    quiet_closer,
+    with_close,
+)
 from streaming.medallion.silver.arrow import parse_records, quarantine_rows, silver_rows
 from streaming.medallion.silver.guard import screened
 from streaming.metrics.counters import METRICS, oldest_arrival, quarantine_reasons, reason_counts
@@ -98,6 +111,11 @@ class MedallionSink:
         self.reader = RangeReader(settings.kafka_client_config())  # a live batch's records, on a local master
         # (batch id, records it read, when it started): Spark counts none for a batch read here.
         self.reads: deque[tuple[int, int, float]] = deque(maxlen=128)
+        self._one_at_a_time = threading.Lock()  # a batch, or an idle close between two
+        self.last_trade_at = datetime.now(timezone.utc)  # of a batch with new trades (at first: the start)
+        self.closed: tuple[int, datetime] | None = None  # the latest idle close: (from batch, watermark)
+        self.closed_at: datetime | None = None  # when this sink made it
+        self._closes_read = False
 
     def close(self) -> None:
         self.reader.close()
@@ -124,6 +142,10 @@ class MedallionSink:
         return Batch(self.query_id, batch_id)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        with self._one_at_a_time:
+            self._write(batch, batch_id)
+
+    def _write(self, batch: DataFrame, batch_id: int) -> None:
         # The stream's jobs go first, before a reconciliation's (fairscheduler.xml).
         batch.sparkSession.sparkContext.setLocalProperty("spark.scheduler.pool", "stream")
         started = time.perf_counter()
@@ -135,8 +157,9 @@ class MedallionSink:
             METRICS.lost(0)
             log.warning("%s", said)
         latest = self.latest_before(batch_id, previous)
-        watermark = EPOCH if latest is None else max(EPOCH, latest - self.settings.watermark)
-        ledger = ledger_rows(self.query_id, batch_id, read, previous, watermark, front=latest)
+        closed = self.closed_for(batch_id)
+        watermark = with_close(EPOCH if latest is None else max(EPOCH, latest - self.settings.watermark), closed)
+        ledger = ledger_rows(self.query_id, batch_id, read, previous, watermark, front=latest, closed_to=closed)
         # Where a partition's range starts is known from the batch before (batch 0's from the
         # starting offsets, which the offset log does not keep): only then is a gap a loss.
         self.starts_known = frozenset(previous.ends if previous else ())
@@ -147,13 +170,62 @@ class MedallionSink:
         else:
             batch_latest = self.write_in_tasks(batch, batch_id, ledger, latest)
             self.read_before.written(ledger)
+        if batch_latest is not None:
+            self.last_trade_at = datetime.now(timezone.utc)
         self.latest = max((t for t in (latest, batch_latest) if t is not None), default=None)
         self.latest_for, self.last_done = batch_id + 1, batch_id
-        if self.latest is not None and self.latest - self.settings.watermark > EPOCH:
-            self.watermark = self.latest - self.settings.watermark
+        rule = self.latest - self.settings.watermark if self.latest is not None else None
+        self.watermark = max((t for t in (rule, closed) if t is not None and t > EPOCH), default=self.watermark)
         self.phases.end(records_read(ledger))
         self.reads.append((batch_id, records_read(ledger), started))
         METRICS.batch_seconds.labels(self.query_name).observe(time.perf_counter() - started)
+
+    # -- windows closed when the input goes quiet (--close-idle-after) -----------------------------
+    def closed_for(self, batch_id: int) -> datetime | None:
+        """The idle close in force for this batch: this sink's latest, else the ledger's (asked
+        once, at the first batch or close after a start)."""
+        if not self._closes_read:
+            self._closes_read = True
+            found = closed_to(self.lake, quiet_closer(self.query_id), batch_id)
+            if found is not None and self.closed is None:
+                self.closed = (batch_id, found)
+        return self.closed[1] if self.closed is not None and batch_id >= self.closed[0] else None
+
+    def close_when_quiet(self, quiet: timedelta) -> datetime | None:
+        """After `quiet` with no new trade, moves the watermark up to the latest event time seen,
+        so every window up to it is final: recorded in the ledger (lateness.quiet_close_rows), in
+        force from the next batch, which Spark has not planned yet. Returns the new watermark, or
+        None when there is nothing to close."""
+        if datetime.now(timezone.utc) - self.last_trade_at < quiet or not self.checkpoint.started:
+            return None
+        if self.closed is not None and self.latest is not None and self.latest <= self.closed[1]:
+            return None  # closed up to the front already; only a batch moves it
+        with self._one_at_a_time:
+            planned, committed = self.checkpoint.last_planned_batch(), self.checkpoint.last_committed_batch()
+            if planned is None or planned > max(self.last_done, -1 if committed is None else committed):
+                return None  # a batch is planned and not written: Spark runs it first
+            previous = self.checkpoint.offset_log(planned)
+            self.latest = self.latest_before(planned + 1, previous)
+            self.latest_for = planned + 1
+            closed = self.closed_for(planned + 1)
+            if previous is None or self.latest is None or self.latest <= EPOCH or (closed and self.latest <= closed):
+                return None
+            closer = Batch(quiet_closer(self.query_id), planned + 1)
+            self.lake.publish(BATCH_WATERMARKS, quiet_close_rows(self.query_id, planned + 1, previous.ends,
+                                                                 self.latest), closer)
+            self.closed, self.closed_at = (planned + 1, self.latest), datetime.now(timezone.utc)
+            self.watermark = max(self.watermark or EPOCH, self.latest)
+            log.info("input quiet for %s: windows up to %s closed", duration_text(quiet),
+                     self.latest.isoformat(timespec="seconds"))
+            return self.latest
+
+    def closed_while_quiet(self) -> dict | None:
+        """The idle close this sink made, while no trade has come since: the watermark it set and
+        the quiet it followed (None: none, or trades since)."""
+        if self.closed is None or self.closed_at is None or self.last_trade_at > self.closed_at:
+            return None
+        return {"windows_up_to": status_time(self.closed[1]),
+                "quiet_s": round((self.closed_at - self.last_trade_at).total_seconds())}
 
     def continue_from(self, latest: datetime | None) -> None:
         """The query's first batch follows records written before it (a replay's part from

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pandas as pd
 import pytest
 
+from dashboard.api import lateness_json
 from dashboard.app import create_app
+from dashboard.panels.what_if import sentence
 from streaming.lake.store import Lake
+from streaming.medallion.lateness import CLOSED
 
 
 @pytest.fixture
@@ -43,3 +47,15 @@ def test_a_day_without_trades_answers_zeros_with_the_runs_delay_among_the_points
 
 def test_without_a_day_with_data_the_answer_names_none(client):
     assert client.get("/api/lateness").get_json()["day"] is None
+
+
+def test_trades_for_windows_closed_when_quiet_count_at_every_delay_and_in_no_lateness_bin():
+    minute = 60_000_000
+    lateness = pd.Series([0, 2 * minute, CLOSED, CLOSED, pd.NA], dtype="Int64")
+
+    answer = lateness_json(lateness, "2026-03-02", timedelta(minutes=30))
+
+    assert (answer["trades"], answer["closed_when_quiet"], answer["not_judged"]) == (4, 2, 1)
+    assert [p["too_late"] for p in answer["curve"]][:3] == [3, 3, 2]  # 1, 2 and 5 minutes
+    assert sum(b["trades"] for b in answer["distribution"]) == 2
+    assert "2 of them came for windows closed when the input went quiet" in sentence(answer, None)

@@ -155,6 +155,18 @@ def test_status_line_shows_producer_last_batch_watermark_and_failures():
     assert "gold_trade_summary FAILED: boom" in status_text(snapshot)
 
 
+def test_status_line_says_when_quiet_input_closed_the_windows():
+    from dashboard.figures import status_text
+
+    quiet = {"name": "medallion", "error": None, "last_batch_at": "2026-11-22T16:00:00.000Z",
+             "watermark": "2026-03-02T16:59:58.000Z",
+             "closed_when_quiet": {"windows_up_to": "2026-03-02T16:59:58.000Z", "quiet_s": 903}}
+    assert "Input quiet for 15 min: windows up to 16:59:58 closed" in status_text({"status": {"queries": [quiet]}})
+    quiet["closed_when_quiet"] = {"windows_up_to": "2026-03-02T16:59:58.000Z", "quiet_s": 20}
+    assert "Input quiet for 20 s" in status_text({"status": {"queries": [quiet]}})
+    assert "quiet" not in status_text({"status": {"queries": [{**quiet, "closed_when_quiet": None}]}})
+
+
 def write_corrections_and_late_trades(data_dir):
 
     at = datetime(2026, 11, 22, 10, 31, 5, tzinfo=UTC)

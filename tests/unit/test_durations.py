@@ -4,7 +4,7 @@ from datetime import timedelta
 
 import pytest
 
-from streaming.config import duration_text, format_duration, parse_duration
+from streaming.config import UsageError, duration_text, format_duration, parse_duration
 from streaming.run.cli import parse_settings
 
 
@@ -50,3 +50,13 @@ def test_help_shows_a_duration_in_its_largest_whole_unit_and_it_reads_back(delta
 def test_a_sub_second_trigger_is_kept():
     settings = parse_settings(["--trigger", "250 milliseconds"])
     assert format_duration(settings.trigger) == "250 milliseconds"
+
+
+def test_windows_close_after_a_quiet_15_minutes_with_the_embedded_broker_and_never_with_another_kafka():
+    assert parse_settings([]).close_idle_after == timedelta(minutes=15)
+    assert parse_settings(["--bootstrap-servers", "kafka:9092"]).close_idle_after is None
+    assert parse_settings(["--bootstrap-servers", "kafka:9092", "--close-idle-after", "20 seconds"]
+                          ).close_idle_after == timedelta(seconds=20)
+    assert parse_settings(["--close-idle-after", "off"]).close_idle_after is None
+    with pytest.raises(UsageError, match="or off"):
+        parse_settings(["--close-idle-after", "0"])

@@ -9,7 +9,15 @@ from datetime import timedelta
 import numpy as np
 import pandas as pd
 
-from streaming.medallion.lateness import too_late_counts, too_late_trades, trade_lateness
+from streaming.medallion.lateness import (
+    CLOSED,
+    quiet_close_rows,
+    quiet_closer,
+    too_late_counts,
+    too_late_trades,
+    trade_lateness,
+    with_close,
+)
 
 T = lambda text: pd.Timestamp(text, tz="UTC")  # noqa: E731
 EPOCH = T("1970-01-01")
@@ -101,3 +109,29 @@ def test_a_front_near_the_epoch_leaves_nothing_out_as_the_sinks_watermark_does_n
 
     assert too_late_counts(trade_lateness(trades, ranges, DELAY), [DELAY]) == [0] == [len(too_late_trades(trades,
                                                                                                          ranges))]
+
+
+def test_after_an_idle_close_a_trade_for_a_closed_window_is_too_late_at_any_delay():
+    close = T("2026-03-02 16:59:58")  # the front when the input went quiet: the watermark moved up to it
+    trades = pd.DataFrame({"trade_id": ["closed", "open", "before"],
+                           "event_time": [T("2026-03-02 16:50"), T("2026-03-02 17:05"), T("2026-03-02 16:00")],
+                           "topic": "t", "partition": [0, 0, 0], "offset": [10, 11, 12]})
+    the_close = pd.DataFrame(quiet_close_rows("q", 2, {("t", 0): 10}, close.to_pydatetime()).to_pylist())
+    batch = ledger(("q", 2, 0, 10, 13, close, close)).assign(closed_to=close)
+    ranges = pd.concat([batch, the_close], ignore_index=True)
+
+    lateness = trade_lateness(trades, ranges, DELAY)
+
+    assert lateness.tolist() == [CLOSED, 0, CLOSED]  # 16:00 was 1 h behind too, but the close decides
+    assert too_late_counts(lateness, [timedelta(minutes=1), DELAY, timedelta(hours=2)]) == [2, 2, 2]
+    assert sorted(too_late_trades(trades, ranges)["trade_id"]) == ["before", "closed"]
+
+
+def test_an_idle_closes_ledger_rows_are_empty_ranges_of_their_own_writer_at_the_ends_read():
+    close = T("2026-03-02 16:59:58").to_pydatetime()
+    rows = quiet_close_rows("q", 7, {("t", 1): 40, ("t", 0): 12}, close).to_pylist()
+
+    assert [(r["query_id"], r["batch_id"], r["partition"], r["start_offset"], r["end_offset"]) for r in rows] == \
+        [(quiet_closer("q"), 7, 0, 12, 12), (quiet_closer("q"), 7, 1, 40, 40)]
+    assert {(r["watermark"], r["front"], r["closed_to"]) for r in rows} == {(close, close, close)}
+    assert with_close(close - DELAY, close) == close and with_close(close, None) == close

@@ -9,14 +9,14 @@ import shutil
 import subprocess
 import urllib.error
 import urllib.request
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from streaming.config import Settings
+from streaming.config import Settings, status_time
 from streaming.lake.files import DataFile, file_stats
 from streaming.metrics.counters import (
     PipelineMetrics,
@@ -239,3 +239,14 @@ def test_the_grafana_board_parses_and_names_only_metrics_the_app_exports():
              for name in re.findall(r"\b(?:tradesummary|process)_\w+", target["expr"])}
     assert len(board["panels"]) >= 10 and named
     assert sorted(named - exported) == []
+
+
+def test_the_seconds_since_the_last_trade_count_up_and_an_idle_close_shows():
+    a_minute_ago = status_time(datetime.now(timezone.utc) - timedelta(minutes=1))
+    quiet = {**SNAPSHOT["queries"][0], "last_trade_at": a_minute_ago,
+             "closed_when_quiet": {"windows_up_to": "2026-03-02T16:59:58.000Z", "quiet_s": 900}}
+    got = samples(health_families({**SNAPSHOT, "queries": [quiet]}))
+    medallion = (("query", "medallion"),)
+    assert 60 <= got[("tradesummary_seconds_since_last_trade", medallion)] < 120
+    assert got[("tradesummary_closed_when_quiet", medallion)] == 1
+    assert samples(health_families(SNAPSHOT))[("tradesummary_closed_when_quiet", medallion)] == 0
