@@ -24,7 +24,7 @@ COMMAND = "python -m bench"
 # python -m bench --long-run, python -m bench --soak, python -m bench.month_files,
 # python -m bench.time_machine, python -m bench.metrics_scrape): a bench run carries them over.
 KEPT_SECTIONS = ("## Embedded broker: ", "## Delta writers: ", "## Long run: ", "## Soak: ", "## Live files: ",
-                 "## Time machine: ", "## Metrics scrape: ", "## Live page: ")
+                 "## Time machine: ", "## Metrics scrape: ", "## Live page: ", "## Lateness: ")
 
 
 def summary_line(results: Results) -> str:

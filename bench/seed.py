@@ -204,7 +204,7 @@ def parsed_rows(records: pa.Table) -> pa.Table:
     return parsed.append_column("ingested_at", pc.add(parsed["kafka_timestamp"], delay).cast(UTC_TIME))
 
 
-def _append(lake: Lake, table: Table, rows: pa.Table, chunk: int, writer: str = SEED_WRITER) -> None:
+def append_chunk(lake: Lake, table: Table, rows: pa.Table, chunk: int, writer: str = SEED_WRITER) -> None:
     commit = CommitProperties(app_transactions=[Transaction(app_id=Batch(writer, chunk).app_id(table),
                                                             version=chunk)])
     opened = lake.open(table)
@@ -338,7 +338,7 @@ def seed_history(lake: Lake, plan: SeedPlan, gold: pa.Table, history: HistoryPla
         rows = history_rows(windows, history, plan.wall_start(index), rng,
                             first_batch=index * history.batches_per_day, query_id=writer)
         if rows.num_rows:
-            _append(lake, tables.SUMMARY_HISTORY, rows, index, writer)
+            append_chunk(lake, tables.SUMMARY_HISTORY, rows, index, writer)
             written.append(rows)
     return pa.concat_tables([tables.SUMMARY_HISTORY.schema.empty_table(), *written])
 
@@ -394,8 +394,8 @@ def seed_lake(data_dir: Path, plan: SeedPlan, chunk: int = 1_000_000,
         count = min(chunk, plan.trades - start)
         rows = parsed_rows(trades.records(start, count))
         silver = silver_rows(rows)
-        _append(lake, tables.BRONZE, bronze_rows(rows), k)
-        _append(lake, tables.SILVER, silver, k)
+        append_chunk(lake, tables.BRONZE, bronze_rows(rows), k)
+        append_chunk(lake, tables.SILVER, silver, k)
         sums.append(window_sums(silver, Settings.window))
         first, last = pc.min_max(silver["event_time"]).values()
         result.trades += silver.num_rows

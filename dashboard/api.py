@@ -14,7 +14,7 @@ import pandas as pd
 import pyarrow as pa
 
 from dashboard.figures import is_final
-from dashboard.readers import HistoryReader, LatenessReader
+from dashboard.readers import HistoryReader
 from streaming.medallion.history import as_of
 from streaming.medallion.lateness import CLOSED, too_late_counts
 from streaming.run.health import newest_watermark
@@ -123,7 +123,8 @@ def summary_json(ordered_day: pa.Table, day: str | None, instant: datetime, wate
 
 
 def register(server: flask.Flask, status: Callable[[], dict], history: HistoryReader,
-             newest_day: Callable[[], str | None], lateness: LatenessReader | None = None) -> None:
+             newest_day: Callable[[], str | None], lateness: Callable[[str | None], dict] | None = None) -> None:
+    """lateness: a day (None: none yet) -> /api/lateness's answer (PageContext.lateness_of)."""
     @server.route("/api/status")
     def api_status():
         return flask.jsonify(status())
@@ -146,9 +147,7 @@ def register(server: flask.Flask, status: Callable[[], dict], history: HistoryRe
             day = lateness_parameters(flask.request.args.to_dict(flat=False)) or newest_day()
         except BadRequest as bad:
             return flask.jsonify({"error": str(bad)}), 400
-        if day is None:
-            return flask.jsonify(lateness_json(pd.Series([], dtype="Int64"), None, lateness.delay))
-        return flask.jsonify(lateness_json(lateness.read(day), day, lateness.delay))
+        return flask.jsonify(lateness(day))
 
 
 # What /metrics serves: (Prometheus text, its Content-Type), made at each scrape.

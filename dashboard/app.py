@@ -73,7 +73,8 @@ def create_app(lake: Lake | str | Path, refresh_ms: int = 2000, simulator=None,
     register_callbacks(app, context)
     # One publisher per app: the default view worked out once per change for every open page.
     push.register(app, push.Publisher(context, max_pages=max_pages))
-    api.register(app.server, status, readers.history, lambda: next(iter(context.gold_days()), None), lateness)
+    api.register(app.server, status, readers.history, lambda: next(iter(context.gold_days()), None),
+                 context.lateness_of)
     return app
 
 

@@ -109,20 +109,23 @@ class PageContext:
         return self.push.shared(drawing.name, drawing.compute, snapshot, *choices)
 
     def lateness_answer(self, day: str | None) -> dict:
-        """/api/lateness's answer for the day the page shows (see pick_day), worked out again only
-        when the reader hands back another lateness."""
+        """/api/lateness's answer for the day the page shows (see pick_day)."""
+        return self.lateness_of(self.shown_day(day))
+
+    def lateness_of(self, day: str | None) -> dict:
+        """/api/lateness's answer for a day (None: no day yet), worked out again only when the
+        reader hands back another lateness (a new file of the day, or its ledger rows)."""
         from dashboard.api import lateness_json
 
         assert self.lateness is not None
-        shown = self.shown_day(day)
-        if shown is None:
+        if day is None:
             return lateness_json(pd.Series([], dtype="Int64"), None, self.lateness.delay)
-        lateness = self.lateness.read(shown)
+        lateness = self.lateness.read(day)
         kept = self._lateness_of  # pages ask from several threads: one dict is read, a new one put
-        if kept["day"] == shown and kept["lateness"] is lateness:
+        if kept["day"] == day and kept["lateness"] is lateness:
             return kept["answer"]
-        answer = lateness_json(lateness, shown, self.lateness.delay)
-        self._lateness_of = {"day": shown, "lateness": lateness, "answer": answer}
+        answer = lateness_json(lateness, day, self.lateness.delay)
+        self._lateness_of = {"day": day, "lateness": lateness, "answer": answer}
         return answer
 
     def shown_day(self, day: str | None) -> str | None:

@@ -95,7 +95,7 @@ def test_a_second_app_on_the_same_data_dir_is_refused_at_once_and_the_first_carr
 def test_dashboard_serves_the_page_and_its_data(tmp_path, stray_broker_guard):
     port, web = free_port(), free_port()
     app = RunPy("--no-producer", "--data-dir", str(tmp_path / "data"), "--broker-port", str(port),
-                "--port", str(web), "--log-every", "1")
+                "--port", str(web), "--log-every", "1", "--close-idle-after", "10 seconds")
     try:
         app.wait_for_line(f"dashboard at http://127.0.0.1:{web}")
         page = urllib.request.urlopen(f"http://127.0.0.1:{web}/", timeout=10).read().decode()
@@ -134,6 +134,17 @@ def test_dashboard_serves_the_page_and_its_data(tmp_path, stray_broker_guard):
             urllib.request.urlopen(f"http://127.0.0.1:{web}/api/summary?day=tomorrow", timeout=10)
         assert bad.value.code == 400 and "YYYY-MM-DD" in json.loads(bad.value.read())["error"]
         app.wait_for_line("status: medallion active")
+        # 10 s with no new trade: the watermark moves up to the latest event time seen.
+        app.wait_for_line("input quiet for 10 seconds: windows up to 2026-03-02T09:02:00+00:00 closed", 60)
+
+        def closed():  # in the health snapshot's next sample
+            status = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{web}/api/status", timeout=10).read())
+            return status["queries"][0] if status["queries"][0]["closed_when_quiet"] else None
+
+        query = wait_for(closed, 10, interval_s=0.5, what="/api/status to show the idle close")
+        assert query["watermark"] == query["closed_when_quiet"]["windows_up_to"] == "2026-03-02T09:02:00.000Z"
+        metrics = urllib.request.urlopen(f"http://127.0.0.1:{web}/metrics", timeout=10).read().decode()
+        assert 'tradesummary_closed_when_quiet{query="medallion"} 1.0' in metrics
         code, _ = app.terminate()
         assert code == 0, app.output
     finally:
