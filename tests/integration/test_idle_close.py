@@ -13,6 +13,7 @@ import pandas as pd
 
 from dashboard.app import create_app
 from streaming.jobs.pipeline import MEDALLION_QUERY
+from streaming.jobs.reconcile import Reconciler
 from streaming.lake.store import Lake
 from streaming.lake.tables import BATCH_WATERMARKS, LATE_TRADES
 from streaming.medallion.lateness import quiet_closer
@@ -23,7 +24,8 @@ QUIET = timedelta(seconds=20)
 FRONT = "2026-03-02T09:20:00.000Z"
 
 
-def test_quiet_input_closes_its_windows_and_a_later_trade_for_them_is_too_late_after_a_restart_too(stream, settings):
+def test_quiet_input_closes_its_windows_and_a_later_trade_for_them_is_too_late_after_a_restart_too(stream, settings,
+                                                                                                   spark):
     stream.settings = settings.replace(close_idle_after=QUIET)
     stream.add(trade("a", "BUY", 1, 10.0, DAY + "09:01:00Z"), trade("b", "SELL", 1, 4.0, DAY + "09:20:00Z"))
     stream.process()
@@ -36,6 +38,7 @@ def test_quiet_input_closes_its_windows_and_a_later_trade_for_them_is_too_late_a
     assert status.watermark == FRONT
     assert status.closed_when_quiet["windows_up_to"] == FRONT and status.closed_when_quiet["quiet_s"] >= 18
     assert final_windows(stream) == {"09:00": True, "09:15": False}  # 09:15 ends at 09:30, after it
+    assert Reconciler(spark, stream.settings).watermark() == pd.Timestamp(FRONT)  # final for a backfill too
     closer_rows = stream.table(BATCH_WATERMARKS).query("query_id.str.endswith(':closed-when-quiet')")
     assert len(closer_rows) > 0 and set(closer_rows["start_offset"] - closer_rows["end_offset"]) == {0}
 
