@@ -84,6 +84,15 @@ def judged_watermark(ledger: pa.Table) -> datetime:
     return ledger["watermark"][0].as_py()
 
 
+def judged_delay(ledger: pa.Table, delay: timedelta) -> timedelta:
+    """How far a batch's watermark trails its front, from its ledger rows: `delay` (the rule's),
+    less while an idle close holds the watermark nearer (0 when it is at the front); `delay` for
+    rows written before fronts were."""
+    if ledger.num_rows == 0 or "front" not in ledger.column_names or ledger["front"][0].as_py() is None:
+        return delay
+    return min(delay, ledger["front"][0].as_py() - judged_watermark(ledger))
+
+
 def too_late(trades: pa.Table, watermark: datetime) -> pa.ChunkedArray:
     """Per trade of a batch: whether its event time is at or before the batch's watermark."""
     if watermark <= EPOCH:

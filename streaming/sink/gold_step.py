@@ -29,7 +29,7 @@ from streaming.lake.tables import (
 from streaming.medallion.corrections import find_corrections
 from streaming.medallion.gold import MEASURES, window_starts, window_sums
 from streaming.medallion.history import CARRIED_OVER, REPLAY, carried_over, change_rows, stream_causes
-from streaming.medallion.lateness import EPOCH, judged_watermark, late_trade_rows, too_late
+from streaming.medallion.lateness import EPOCH, judged_delay, judged_watermark, late_trade_rows, too_late
 from streaming.medallion.replay import recount
 from streaming.metrics.counters import METRICS
 from streaming.metrics.phase_times import NOT_TIMED, PhaseTimes
@@ -144,7 +144,9 @@ class GoldStep:
                                    pc.max(sums["window_start"]).as_py()).to_pandas()
         after = sums.to_pandas() if write is Write.UPSERT else added(current, sums.to_pandas())
         judged = judged_watermark(ledger)
-        watermark, delay = (judged if judged > EPOCH else None), self.settings.watermark
+        # The windows the chart showed complete are those up to the front (watermark + delay):
+        # after an idle close the watermark trails the front by less than --watermark.
+        watermark, delay = (judged if judged > EPOCH else None), judged_delay(ledger, self.settings.watermark)
         causes = REPLAY if write is Write.UPSERT else stream_causes(after, watermark, delay)
         # Corrections and history before gold: they need the windows as they stood before this
         # batch, and a batch run again after a crash finds gold without it until gold's commit.

@@ -15,7 +15,7 @@ from dashboard.app import create_app
 from streaming.jobs.pipeline import MEDALLION_QUERY
 from streaming.jobs.reconcile import Reconciler
 from streaming.lake.store import Lake
-from streaming.lake.tables import BATCH_WATERMARKS, LATE_TRADES
+from streaming.lake.tables import BATCH_WATERMARKS, CORRECTIONS, LATE_TRADES, SUMMARY_HISTORY
 from streaming.medallion.lateness import quiet_closer
 from streaming.run.health import resume_point
 from tests.support.corpus import DAY, trade
@@ -46,16 +46,19 @@ def test_quiet_input_closes_its_windows_and_a_later_trade_for_them_is_too_late_a
     checkpoint = stream.pipeline.checkpoints.query(MEDALLION_QUERY)
     assert resume_point(Lake(settings.data_dir), checkpoint, settings.watermark).watermark == FRONT
 
-    stream.add(trade("late", "BUY", 2, 10.0, DAY + "09:10:00Z"))
+    stream.add(trade("late", "BUY", 2, 10.0, DAY + "09:10:00Z"), trade("open", "BUY", 1, 5.0, DAY + "09:25:00Z"))
     stream.process()
     late = stream.check_table(LATE_TRADES, rows=1, trade_id=["late"])
     assert pd.Timestamp(late["watermark"][0]) == pd.Timestamp(FRONT)
-    stream.check_gold({"09:00": (10.0, 0.0, 1), "09:15": (0.0, 4.0, 1)})
+    stream.check_gold({"09:00": (10.0, 0.0, 1), "09:15": (5.0, 4.0, 2)})
+    # 09:15 ends after the front: still open when "open" came, so no correction, and on time.
+    stream.check_table(CORRECTIONS, rows=0)
+    assert set(stream.table(SUMMARY_HISTORY)["cause"]) == {"on_time"}
 
     stream.restart(forget_last_commit=True)  # the batch with the late trade runs again
     stream.process()
     stream.check_table(LATE_TRADES, rows=1, trade_id=["late"])
-    stream.check_gold({"09:00": (10.0, 0.0, 1), "09:15": (0.0, 4.0, 1)})
+    stream.check_gold({"09:00": (10.0, 0.0, 1), "09:15": (5.0, 4.0, 2)})
     ledger = stream.table(BATCH_WATERMARKS)
     assert (ledger[ledger["query_id"] == checkpoint.query_id]["watermark"].max() == pd.Timestamp(FRONT))
     assert quiet_closer(checkpoint.query_id) in set(ledger["query_id"])

@@ -8,9 +8,11 @@ from datetime import timedelta
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from streaming.medallion.lateness import (
     CLOSED,
+    judged_delay,
     quiet_close_rows,
     quiet_closer,
     too_late_counts,
@@ -135,3 +137,14 @@ def test_an_idle_closes_ledger_rows_are_empty_ranges_of_their_own_writer_at_the_
         [(quiet_closer("q"), 7, 0, 12, 12), (quiet_closer("q"), 7, 1, 40, 40)]
     assert {(r["watermark"], r["front"], r["closed_to"]) for r in rows} == {(close, close, close)}
     assert with_close(close - DELAY, close) == close and with_close(close, None) == close
+
+
+def test_a_batch_judged_under_an_idle_close_trails_its_front_by_less_than_the_delay():
+    front = T("2026-03-02 16:59:58").to_pydatetime()
+    closed = pa.table({"watermark": [front], "front": [front]})
+    ruled = pa.table({"watermark": [front - DELAY], "front": [front]})
+    before_fronts = pa.table({"watermark": [front - DELAY], "front": pa.array([None], pa.timestamp("us", "UTC"))})
+
+    assert judged_delay(closed, DELAY) == timedelta(0)  # windows past: those up to the front, not beyond
+    assert judged_delay(ruled, DELAY) == DELAY
+    assert judged_delay(before_fronts, DELAY) == DELAY
