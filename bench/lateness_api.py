@@ -36,12 +36,13 @@ from bench import seed
 from bench.command_line import DOCS, require_positive, run_tool, tool_parser
 from bench.report import machine, write_section
 from bench.time_machine import Server, colds, percentile, spread, verdict, visits
-from dashboard.readers import DAYS_KEPT
+from dashboard.api import lateness_json
+from dashboard.readers import DAYS_KEPT, LatenessReader
 from streaming.config import Settings
 from streaming.lake.sql import in_time_range
 from streaming.lake.store import Lake
 from streaming.lake.tables import BATCH_WATERMARKS, SILVER
-from streaming.medallion.lateness import EPOCH, LATENESS_COLUMNS
+from streaming.medallion.lateness import EPOCH, LATENESS_COLUMNS, trade_lateness
 
 log = logging.getLogger("bench")
 COMMAND = "python -m bench.lateness_api"
@@ -157,7 +158,29 @@ def measure(server: Server, days: list[str], args: argparse.Namespace) -> tuple[
     return cold_ms, warm_ms, counted
 
 
-def figure_lines(days: list[str], cold_ms: list[float], warm_ms: list[float], counted: set) -> list[str]:
+def cold_stages(lake: Lake, day: str) -> dict[str, float]:
+    """ms of each stage of a cold day's answer, as the page's LatenessReader and the API do them."""
+    spent, clock = {}, time.perf_counter()
+
+    def lap(stage: str) -> None:
+        nonlocal clock
+        spent[stage], clock = (time.perf_counter() - clock) * 1000, time.perf_counter()
+
+    start = datetime.combine(date.fromisoformat(day), datetime.min.time(), timezone.utc)
+    trades = lake.read(SILVER, LATENESS_COLUMNS, in_time_range("event_time", start, start + timedelta(days=1),
+                                                               high_inclusive=False)).to_pandas()
+    lap("silver read")
+    ledger = LatenessReader(lake, Settings.watermark)._ledger_of(trades)
+    lap("ledger read")
+    lateness = trade_lateness(trades, ledger, Settings.watermark)
+    lap("lateness")
+    lateness_json(lateness, day, Settings.watermark)
+    lap("answer")
+    return spent
+
+
+def figure_lines(days: list[str], cold_ms: list[float], warm_ms: list[float], counted: set,
+                 stages: list[dict[str, float]]) -> list[str]:
     every = cold_ms + warm_ms
     return [
         f"GET /api/lateness?day, {len(days)} seeded days, {min(counted):,}-{max(counted):,} trades a day "
@@ -165,6 +188,8 @@ def figure_lines(days: list[str], cold_ms: list[float], warm_ms: list[float], co
         f"  all      {spread(every)}   target p95 <= {TARGET_MS:g} ms: {verdict(every, TARGET_MS)}",
         f"  cold     {spread(cold_ms)}",
         f"  warm     {spread(warm_ms)}",
+        f"a cold day by stage, p50 ms of {len(stages)} days: "
+        + ", ".join(f"{stage} {percentile([s[stage] for s in stages], 50):.0f}" for stage in stages[0]),
     ]
 
 
@@ -184,10 +209,12 @@ def section(args: argparse.Namespace, seeded: dict, lines: list[str], cold_p50: 
         f"server's LatenessReader no longer kept the day (it keeps the last {DAYS_KEPT}), so it read the day's "
         "silver files (event time and offsets), the ledger rows of their offsets, and worked out each trade's "
         "lateness; warm: nothing new in the day, it answered from what it kept (the curve and the bins).",
-        f"- What limits it: a cold day ({cold_p50:.0f} ms at the median) is a read of a day of trades and a "
-        "numpy pass over them (lateness.trade_lateness), growing with the day's trades, not with the lake's "
-        "days; the page asks for it once a day picked, then follows the day's new files. A warm answer is the "
-        "curve counted again from the kept figures.", ""])
+        f"- What limits it: a cold day ({cold_p50:.0f} ms at the median) is the stages above, each of about the "
+        "same weight and each growing with the day's trades, not with the lake's days: a read of the day's "
+        "trades (event time and offsets), the ledger rows of their offsets (DataFusion over the ledger's "
+        "files), the numpy pass that matches each trade to its batch's range (lateness.trade_lateness) and the "
+        "count at each delay. The page asks for a day once when it is picked, then follows the day's new "
+        "files; a warm answer is the page's memo, read again only when the day changes.", ""])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -202,7 +229,9 @@ def main(argv: list[str] | None = None) -> int:
             log.info("GET /api/lateness: %d requests ...", args.requests)
             with Server(Lake(lake_dir)) as server:
                 cold_ms, warm_ms, counted = measure(server, days, args)
-            lines = figure_lines(days, cold_ms, warm_ms, counted)
+            picked = random.Random(args.seed).sample(days, min(5, len(days)))
+            stages = [cold_stages(Lake(lake_dir), day) for day in picked]
+            lines = figure_lines(days, cold_ms, warm_ms, counted, stages)
             for line in lines:
                 print(line, flush=True)
             print(f"wrote {write_section(args.out, HEADING, section(args, seeded, lines, percentile(cold_ms, 50)))}")
