@@ -237,6 +237,7 @@ class Pipeline(SparkJob):
         sink = MedallionSink(self.settings, self.lake, self.checkpoints.query(MEDALLION_QUERY))
         if MEDALLION_QUERY in self.sinks:  # a restart: what the operator was told stays said
             sink.data_loss = self.sinks[MEDALLION_QUERY].data_loss
+            sink.carry_quiet_from(self.sinks[MEDALLION_QUERY])
             self.sinks[MEDALLION_QUERY].close()
         self.sinks[MEDALLION_QUERY] = sink
         replay, self._replay = self._replay, None  # a query restarted later resumes its checkpoint

@@ -105,12 +105,13 @@ def ledger_watermark(lake: Lake, query_id: str, batch_id: int) -> datetime | Non
     return found["w"][0].as_py() if found is not None and found.num_rows else None
 
 
-def closed_to(lake: Lake, closer: str, batch_id: int) -> datetime | None:
-    """The latest idle close a query's closer (lateness.quiet_closer) made in force by its batch
-    `batch_id` (None: none)."""
-    found = lake.query(BATCH_WATERMARKS, f"SELECT max({quote('closed_to')}) AS c FROM t WHERE "
-                                         f"{equals('query_id', closer)} AND {quote('batch_id')} <= {int(batch_id)}")
-    return found["c"][0].as_py() if found is not None and found.num_rows else None
+def idle_closes(lake: Lake, closer_prefix: str) -> pa.Table:
+    """The ledger's idle closes, every query's: the rows of writers whose id starts with
+    `closer_prefix` (lateness.CLOSER_PREFIX); files that hold none are skipped on their query
+    ids' statistics."""
+    low, high = closer_prefix, closer_prefix[:-1] + chr(ord(closer_prefix[-1]) + 1)
+    return lake.read(BATCH_WATERMARKS, ["query_id", "batch_id", "topic", "partition", "end_offset", "closed_to"],
+                     f"{quote('query_id')} >= {sql_literal(low)} AND {quote('query_id')} < {sql_literal(high)}")
 
 
 def holds_records_from(lake: Lake, table: Table, starts: dict[tuple[str, int], int]) -> bool:

@@ -57,18 +57,40 @@ def _ledger_table(query_id: str, batch_id: int, ranges: list[tuple[tuple[str, in
     }, schema=BATCH_WATERMARKS.schema)
 
 
+# The writer ids of idle closes in the ledger: rows of their own beside the query's batches (so a
+# close never takes the key of the batch after it), found by this prefix.
+CLOSER_PREFIX = "closed-when-quiet:"
+
+
 def quiet_closer(query_id: str) -> str:
-    """The writer id of a query's idle closes in the ledger: rows of their own, beside the
-    query's batches, so a close never takes the key of the batch it comes before."""
-    return f"{query_id}:closed-when-quiet"
+    return CLOSER_PREFIX + query_id
 
 
 def quiet_close_rows(query_id: str, before_batch: int, ends: dict[tuple[str, int], int], front: datetime) -> pa.Table:
     """The ledger rows of an idle close: the watermark moved up to `front` (the latest event time
-    seen), in force from batch `before_batch` of the query on. One empty range per partition, at
-    the ends read so far: they hold no record, so every rule over ranges passes them by."""
+    seen) once the query had read up to `ends`. One empty range per partition, at those ends:
+    they hold no record, so every rule over ranges passes them by, and they say from where in
+    the stream the close is in force (close_in_force)."""
     ranges = [(tp, end, end) for tp, end in sorted(ends.items())]
     return _ledger_table(quiet_closer(query_id), before_batch, ranges, front, front, front)
+
+
+def close_in_force(closes: pa.Table, starts: dict[tuple[str, int], int]) -> datetime | None:
+    """The latest idle close in force for a batch that reads on from `starts` (the ends of the
+    batch before it, per partition): one made once every partition had been read up to where
+    this batch starts. So a batch run again (it starts before the close) keeps its watermark,
+    and a replay meets each close where the live query met it. closes: the closers' ledger
+    rows (query_id, batch_id, topic, partition, end_offset, closed_to)."""
+    in_force: datetime | None = None
+    if closes.num_rows == 0 or not starts:
+        return None
+    for (_, _), rows in closes.to_pandas().groupby(["query_id", "batch_id"], sort=False):
+        reached = all(starts.get((t, int(p)), 0) >= end for t, p, end in
+                      zip(rows["topic"], rows["partition"], rows["end_offset"]))
+        if reached:
+            closed = rows["closed_to"].iloc[0].to_pydatetime()
+            in_force = closed if in_force is None else max(in_force, closed)
+    return in_force
 
 
 def with_close(watermark: datetime, closed_to: datetime | None) -> datetime:

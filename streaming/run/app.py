@@ -208,7 +208,7 @@ class App(Command[Settings]):
                     return 1
                 self._report_catch_up(health.snapshot())
             return self._report_failures(pipeline, final=True)
-        from streaming.run.health import status_line
+        from streaming.run.health import kafka_trouble, status_line
 
         logged_at_batch = -1
         while not self.stopping.wait(1.0):
@@ -220,8 +220,9 @@ class App(Command[Settings]):
                     log.error("query '%s' failed for good after %d restarts: %s", query.name, query.restarts,
                               query.error)
                 return 1
-            self._close_quiet_windows(pipeline)
             snapshot = health.snapshot()
+            if not kafka_trouble(snapshot):  # a broker down is not a quiet market
+                self._close_quiet_windows(pipeline)
             self._report_catch_up(snapshot)
             batch = max((q["batch_id"] or 0 for q in snapshot["queries"]), default=0)
             if batch // self.settings.log_every_batches > logged_at_batch // self.settings.log_every_batches:

@@ -42,8 +42,8 @@ from streaming.kafka.clients import log_starts
 from streaming.kafka.range_reader import RangeReader
 from streaming.lake.checkpoints import OffsetLogEntry, QueryCheckpoint
 from streaming.lake.lookups import (
-    closed_to,
     holds_records_of,
+    idle_closes,
     latest_event_time_before,
     ledger_watermark,
     offset_ranges,
@@ -56,8 +56,10 @@ from streaming.medallion import losses
 from streaming.medallion.bronze import bronze_rows
 from streaming.medallion.gold import merge_window_sums
 from streaming.medallion.lateness import (
+    CLOSER_PREFIX,
     EPOCH,
     LATE_CANDIDATE_COLUMNS,
+    close_in_force,
     judged_watermark,
     ledger_rows,
     quiet_close_rows,
@@ -113,9 +115,10 @@ class MedallionSink:
         self.reads: deque[tuple[int, int, float]] = deque(maxlen=128)
         self._one_at_a_time = threading.Lock()  # a batch, or an idle close between two
         self.last_trade_at = datetime.now(timezone.utc)  # of a batch with new trades (at first: the start)
-        self.closed: tuple[int, datetime] | None = None  # the latest idle close: (from batch, watermark)
-        self.closed_at: datetime | None = None  # when this sink made it
-        self._closes_read = False
+        self.closed: tuple[int, datetime] | None = None  # this sink's latest idle close: (before batch, watermark)
+        self.closed_at: datetime | None = None  # when it was made
+        self._closes: pa.Table | None = None  # the ledger's idle closes (lookups.idle_closes), read once
+        self._nothing_to_close: tuple | None = None  # (last batch, close) when there was nothing to close
 
     def close(self) -> None:
         self.reader.close()
@@ -157,7 +160,7 @@ class MedallionSink:
             METRICS.lost(0)
             log.warning("%s", said)
         latest = self.latest_before(batch_id, previous)
-        closed = self.closed_for(batch_id)
+        closed = self.closed_for(previous)
         watermark = with_close(EPOCH if latest is None else max(EPOCH, latest - self.settings.watermark), closed)
         ledger = ledger_rows(self.query_id, batch_id, read, previous, watermark, front=latest, closed_to=closed)
         # Where a partition's range starts is known from the batch before (batch 0's from the
@@ -181,43 +184,58 @@ class MedallionSink:
         METRICS.batch_seconds.labels(self.query_name).observe(time.perf_counter() - started)
 
     # -- windows closed when the input goes quiet (--close-idle-after) -----------------------------
-    def closed_for(self, batch_id: int) -> datetime | None:
-        """The idle close in force for this batch: this sink's latest, else the ledger's (asked
-        once, at the first batch or close after a start)."""
-        if not self._closes_read:
-            self._closes_read = True
-            found = closed_to(self.lake, quiet_closer(self.query_id), batch_id)
-            if found is not None and self.closed is None:
-                self.closed = (batch_id, found)
-        return self.closed[1] if self.closed is not None and batch_id >= self.closed[0] else None
+    def closed_for(self, previous: OffsetLogEntry | None) -> datetime | None:
+        """The idle close in force for the batch after `previous` (lateness.close_in_force): the
+        ledger's closes, read once a sink, and this sink's own."""
+        if self._closes is None:
+            self._closes = idle_closes(self.lake, CLOSER_PREFIX)
+        return close_in_force(self._closes, previous.ends if previous else {})
 
     def close_when_quiet(self, quiet: timedelta) -> datetime | None:
         """After `quiet` with no new trade, moves the watermark up to the latest event time seen,
         so every window up to it is final: recorded in the ledger (lateness.quiet_close_rows), in
-        force from the next batch, which Spark has not planned yet. Returns the new watermark, or
-        None when there is nothing to close."""
-        if datetime.now(timezone.utc) - self.last_trade_at < quiet or not self.checkpoint.started:
-            return None
-        if self.closed is not None and self.latest is not None and self.latest <= self.closed[1]:
-            return None  # closed up to the front already; only a batch moves it
+        force for the batches that read on from where the query stands. Returns the new
+        watermark, or None when there is nothing to close."""
+        if not self._quiet_for(quiet) or (self.closed is not None and self.latest is not None
+                                          and self.latest <= self.closed[1]):
+            return None  # not quiet, or closed up to the front already: only a batch moves it
+        if self._nothing_to_close == (self.last_done, self.closed) or not self.checkpoint.started:
+            return None  # nothing since the last look, or the query has not started
         with self._one_at_a_time:
+            if not self._quiet_for(quiet):
+                return None  # a batch with trades ended while this waited
             planned, committed = self.checkpoint.last_planned_batch(), self.checkpoint.last_committed_batch()
-            if planned is None or planned > max(self.last_done, -1 if committed is None else committed):
-                return None  # a batch is planned and not written: Spark runs it first
+            if planned is None:
+                self._nothing_to_close = (self.last_done, self.closed)
+                return None
+            if committed is None or planned > committed:
+                return None  # a batch is planned and not committed: Spark finishes it first
             previous = self.checkpoint.offset_log(planned)
             self.latest = self.latest_before(planned + 1, previous)
             self.latest_for = planned + 1
-            closed = self.closed_for(planned + 1)
+            closed = self.closed_for(previous)
+            if closed is not None and self.closed is None:  # made before this start: said as this sink's
+                self.closed, self.closed_at = (planned + 1, closed), datetime.now(timezone.utc)
+                self.watermark = max(self.watermark or EPOCH, closed)
             if previous is None or self.latest is None or self.latest <= EPOCH or (closed and self.latest <= closed):
+                self._nothing_to_close = (self.last_done, self.closed)
                 return None
-            closer = Batch(quiet_closer(self.query_id), planned + 1)
-            self.lake.publish(BATCH_WATERMARKS, quiet_close_rows(self.query_id, planned + 1, previous.ends,
-                                                                 self.latest), closer)
+            rows = quiet_close_rows(self.query_id, planned + 1, previous.ends, self.latest)
+            self.lake.publish(BATCH_WATERMARKS, rows, Batch(quiet_closer(self.query_id), planned + 1))
+            known = self._closes if self._closes is not None else rows.select([])
+            self._closes = pa.concat_tables([known, rows.select(known.column_names)])
             self.closed, self.closed_at = (planned + 1, self.latest), datetime.now(timezone.utc)
             self.watermark = max(self.watermark or EPOCH, self.latest)
             log.info("input quiet for %s: windows up to %s closed", duration_text(quiet),
                      self.latest.isoformat(timespec="seconds"))
             return self.latest
+
+    def carry_quiet_from(self, before: MedallionSink) -> None:
+        """A query restarted in the same run keeps its quiet and its close said."""
+        self.last_trade_at, self.closed, self.closed_at = before.last_trade_at, before.closed, before.closed_at
+
+    def _quiet_for(self, quiet: timedelta) -> bool:
+        return datetime.now(timezone.utc) - self.last_trade_at >= quiet
 
     def closed_while_quiet(self) -> dict | None:
         """The idle close this sink made, while no trade has come since: the watermark it set and

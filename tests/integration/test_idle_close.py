@@ -16,7 +16,7 @@ from streaming.jobs.pipeline import MEDALLION_QUERY
 from streaming.jobs.reconcile import Reconciler
 from streaming.lake.store import Lake
 from streaming.lake.tables import BATCH_WATERMARKS, CORRECTIONS, LATE_TRADES, SUMMARY_HISTORY
-from streaming.medallion.lateness import quiet_closer
+from streaming.medallion.lateness import CLOSER_PREFIX, quiet_closer
 from streaming.run.health import resume_point
 from tests.support.corpus import DAY, trade
 
@@ -39,12 +39,17 @@ def test_quiet_input_closes_its_windows_and_a_later_trade_for_them_is_too_late_a
     assert status.closed_when_quiet["windows_up_to"] == FRONT and status.closed_when_quiet["quiet_s"] >= 18
     assert final_windows(stream) == {"09:00": True, "09:15": False}  # 09:15 ends at 09:30, after it
     assert Reconciler(spark, stream.settings).watermark() == pd.Timestamp(FRONT)  # final for a backfill too
-    closer_rows = stream.table(BATCH_WATERMARKS).query("query_id.str.endswith(':closed-when-quiet')")
+    ledger = stream.table(BATCH_WATERMARKS)
+    closer_rows = ledger[ledger["query_id"].str.startswith(CLOSER_PREFIX)]
     assert len(closer_rows) > 0 and set(closer_rows["start_offset"] - closer_rows["end_offset"]) == {0}
 
     stream.restart()
     checkpoint = stream.pipeline.checkpoints.query(MEDALLION_QUERY)
     assert resume_point(Lake(settings.data_dir), checkpoint, settings.watermark).watermark == FRONT
+    wait_for_the_close(stream)  # quiet again after the start: the close found is said, not made twice
+    assert stream.pipeline.status()[0].closed_when_quiet["windows_up_to"] == FRONT
+    closers = stream.table(BATCH_WATERMARKS)["query_id"].str.startswith(CLOSER_PREFIX)
+    assert closers.sum() == len(closer_rows)
 
     stream.add(trade("late", "BUY", 2, 10.0, DAY + "09:10:00Z"), trade("open", "BUY", 1, 5.0, DAY + "09:25:00Z"))
     stream.process()

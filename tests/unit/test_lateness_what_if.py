@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from streaming.medallion.lateness import (
     CLOSED,
+    close_in_force,
     judged_delay,
     quiet_close_rows,
     quiet_closer,
@@ -148,3 +149,16 @@ def test_a_batch_judged_under_an_idle_close_trails_its_front_by_less_than_the_de
     assert judged_delay(closed, DELAY) == timedelta(0)  # windows past: those up to the front, not beyond
     assert judged_delay(ruled, DELAY) == DELAY
     assert judged_delay(before_fronts, DELAY) == DELAY
+
+
+def test_a_close_is_in_force_for_the_batches_that_read_on_from_where_it_was_made():
+    close = T("2026-03-02 16:59:58").to_pydatetime()
+    later = T("2026-03-02 17:30:00").to_pydatetime()
+    closes = pa.concat_tables([quiet_close_rows("live", 7, {("t", 0): 12, ("t", 1): 40}, close),
+                               quiet_close_rows("live", 9, {("t", 0): 15, ("t", 1): 41}, later)]).select(
+        ["query_id", "batch_id", "topic", "partition", "end_offset", "closed_to"])
+
+    assert close_in_force(closes, {("t", 0): 12, ("t", 1): 40}) == close  # the batch after it
+    assert close_in_force(closes, {("t", 0): 11, ("t", 1): 40}) is None  # a batch run again: before it
+    assert close_in_force(closes, {("t", 0): 20, ("t", 1): 45}) == later
+    assert close_in_force(closes, {}) is None  # a query's first batch: where it starts is not known
