@@ -299,6 +299,11 @@ class Pipeline(SparkJob):
                 log.error("restarting query '%s' failed: %s", query.name, exc)
         return exhausted
 
+    def hold_quiet(self) -> None:
+        """Kafka is unreachable or holds records not read yet: no query's input is quiet."""
+        for sink in list(self.sinks.values()):
+            sink.hold_quiet()
+
     def close_quiet_windows(self) -> None:
         """Each query's idle close, once its input has been quiet for --close-idle-after."""
         quiet = self.settings.close_idle_after

@@ -53,7 +53,7 @@ from streaming.medallion import gold
 from streaming.medallion.corrections import correction_rows
 from streaming.medallion.gold import MEASURES
 from streaming.medallion.history import BACKFILL, BACKFILL_WRITER, change_rows
-from streaming.medallion.lateness import CLOSER_PREFIX, close_in_force
+from streaming.medallion.lateness import CLOSER_PREFIX, close_in_force, closes_of
 
 BACKFILL_QUERY_ID = BACKFILL_WRITER
 _CENT = 0.005  # amounts are money: closer than half a cent is equal (float sums differ in order)
@@ -149,7 +149,8 @@ class Reconciler(SparkJob):
             marks = rows_written_by(self.lake, BATCH_WATERMARKS, self.checkpoint.query_id, ["watermark"])["watermark"]
             latest = pc.max(marks).as_py() if len(marks) else None
         # An idle close since the last batch (--close-idle-after) has made windows final too.
-        closed = close_in_force(idle_closes(self.lake, CLOSER_PREFIX), self.checkpoint.committed_offsets())
+        closed = close_in_force(closes_of(idle_closes(self.lake, CLOSER_PREFIX)), self.checkpoint.query_id,
+                                (last or 0) + 1, self.checkpoint.committed_offsets())
         latest = max((m for m in (latest, closed) if m is not None), default=None)
         return latest if latest and latest.timestamp() > 0 else None
 

@@ -19,6 +19,7 @@ alone; the tests check the two agree.
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -75,22 +76,47 @@ def quiet_close_rows(query_id: str, before_batch: int, ends: dict[tuple[str, int
     return _ledger_table(quiet_closer(query_id), before_batch, ranges, front, front, front)
 
 
-def close_in_force(closes: pa.Table, starts: dict[tuple[str, int], int]) -> datetime | None:
-    """The latest idle close in force for a batch that reads on from `starts` (the ends of the
-    batch before it, per partition): one made once every partition had been read up to where
-    this batch starts. So a batch run again (it starts before the close) keeps its watermark,
-    and a replay meets each close where the live query met it. closes: the closers' ledger
-    rows (query_id, batch_id, topic, partition, end_offset, closed_to)."""
-    in_force: datetime | None = None
-    if closes.num_rows == 0 or not starts:
-        return None
-    for (_, _), rows in closes.to_pandas().groupby(["query_id", "batch_id"], sort=False):
-        reached = all(starts.get((t, int(p)), 0) >= end for t, p, end in
-                      zip(rows["topic"], rows["partition"], rows["end_offset"]))
-        if reached:
-            closed = rows["closed_to"].iloc[0].to_pydatetime()
-            in_force = closed if in_force is None else max(in_force, closed)
-    return in_force
+class Close(NamedTuple):
+    """An idle close: the query and batch it came before, the ends each partition had been read
+    to, and the watermark it set."""
+
+    query_id: str
+    batch_id: int
+    ends: dict[tuple[str, int], int]
+    closed_to: datetime
+
+
+def closes_of(rows: pa.Table) -> list[Close]:
+    """The closers' ledger rows (query_id, batch_id, topic, partition, end_offset, closed_to), a
+    close per (query, batch)."""
+    grouped: dict[tuple[str, int], Close] = {}
+    for closer, batch, topic, partition, end, closed in zip(*(rows[c].to_pylist() for c in (
+            "query_id", "batch_id", "topic", "partition", "end_offset", "closed_to"))):
+        query = closer.removeprefix(CLOSER_PREFIX)
+        grouped.setdefault((query, batch), Close(query, batch, {}, closed)).ends[(topic, partition)] = end
+    return list(grouped.values())
+
+
+def reached_closes(closes: list[Close], query_id: str, batch_id: int, starts: dict[tuple[str, int], int]
+                   ) -> tuple[datetime | None, list[Close]]:
+    """The latest idle close in force for batch `batch_id` of a query, which reads on from
+    `starts` (the ends of the batch before it, per partition), and the closes not in force yet.
+    The query's own closes are in force from the batch they came before (made once every batch
+    planned was committed, so a batch run again after a crash keeps its watermark); another
+    query's (before a replay) once every partition has been read up to where it was made, so a
+    replay meets it about where the live query did."""
+    def reached(close: Close) -> bool:
+        if close.query_id == query_id:
+            return close.batch_id <= batch_id
+        return bool(starts) and all(starts.get(tp, 0) >= end for tp, end in close.ends.items())
+
+    in_force = [close.closed_to for close in closes if reached(close)]
+    return max(in_force, default=None), [close for close in closes if not reached(close)]
+
+
+def close_in_force(closes: list[Close], query_id: str, batch_id: int,
+                   starts: dict[tuple[str, int], int]) -> datetime | None:
+    return reached_closes(closes, query_id, batch_id, starts)[0]
 
 
 def with_close(watermark: datetime, closed_to: datetime | None) -> datetime:

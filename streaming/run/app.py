@@ -221,7 +221,10 @@ class App(Command[Settings]):
                               query.error)
                 return 1
             snapshot = health.snapshot()
-            if not kafka_trouble(snapshot):  # a broker down is not a quiet market
+            # A broker down, or records not read yet, is not a quiet market.
+            if kafka_trouble(snapshot) or any(snapshot["kafka"].get("total_lag", {}).values()):
+                pipeline.hold_quiet()
+            else:
                 self._close_quiet_windows(pipeline)
             self._report_catch_up(snapshot)
             batch = max((q["batch_id"] or 0 for q in snapshot["queries"]), default=0)

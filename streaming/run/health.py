@@ -22,7 +22,7 @@ from streaming.kafka.clients import EndOffsets
 from streaming.lake.checkpoints import QueryCheckpoint
 from streaming.lake.lookups import idle_closes, latest_event_time_before, ledger_watermark
 from streaming.lake.store import Lake
-from streaming.medallion.lateness import CLOSER_PREFIX, EPOCH, close_in_force
+from streaming.medallion.lateness import CLOSER_PREFIX, EPOCH, close_in_force, closes_of
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -63,7 +63,8 @@ def resume_point(lake: Lake, checkpoint: QueryCheckpoint, delay: timedelta) -> R
         return None
     bound = ledger_watermark(lake, checkpoint.query_id, last)  # the last batch's: at or below the latest
     latest = latest_event_time_before(lake, entry.ends, bound if bound and bound > EPOCH else None)
-    marks = (watermark_after(latest, delay), close_in_force(idle_closes(lake, CLOSER_PREFIX), entry.ends))
+    closed = close_in_force(closes_of(idle_closes(lake, CLOSER_PREFIX)), checkpoint.query_id, last + 1, entry.ends)
+    marks = (watermark_after(latest, delay), closed)
     return Resume({f"{t}:{p}": o for (t, p), o in entry.ends.items()},
                   status_time(max((m for m in marks if m is not None), default=None)))
 

@@ -59,11 +59,13 @@ from streaming.medallion.lateness import (
     CLOSER_PREFIX,
     EPOCH,
     LATE_CANDIDATE_COLUMNS,
-    close_in_force,
+    Close,
+    closes_of,
     judged_watermark,
     ledger_rows,
     quiet_close_rows,
     quiet_closer,
+    reached_closes,
     with_close,
 )
 from streaming.medallion.silver.arrow import parse_records, quarantine_rows, silver_rows
@@ -115,9 +117,11 @@ class MedallionSink:
         self.reads: deque[tuple[int, int, float]] = deque(maxlen=128)
         self._one_at_a_time = threading.Lock()  # a batch, or an idle close between two
         self.last_trade_at = datetime.now(timezone.utc)  # of a batch with new trades (at first: the start)
+        self._not_quiet_at = self.last_trade_at  # when Kafka was last unreachable or had records unread
         self.closed: tuple[int, datetime] | None = None  # this sink's latest idle close: (before batch, watermark)
         self.closed_at: datetime | None = None  # when it was made
-        self._closes: pa.Table | None = None  # the ledger's idle closes (lookups.idle_closes), read once
+        self._closes: list[Close] | None = None  # idle closes not in force yet (read from the ledger once)
+        self._reached: datetime | None = None  # the latest close in force
         self._nothing_to_close: tuple | None = None  # (last batch, close) when there was nothing to close
 
     def close(self) -> None:
@@ -160,7 +164,7 @@ class MedallionSink:
             METRICS.lost(0)
             log.warning("%s", said)
         latest = self.latest_before(batch_id, previous)
-        closed = self.closed_for(previous)
+        closed = self.closed_for(batch_id, previous)
         watermark = with_close(EPOCH if latest is None else max(EPOCH, latest - self.settings.watermark), closed)
         ledger = ledger_rows(self.query_id, batch_id, read, previous, watermark, front=latest, closed_to=closed)
         # Where a partition's range starts is known from the batch before (batch 0's from the
@@ -184,12 +188,17 @@ class MedallionSink:
         METRICS.batch_seconds.labels(self.query_name).observe(time.perf_counter() - started)
 
     # -- windows closed when the input goes quiet (--close-idle-after) -----------------------------
-    def closed_for(self, previous: OffsetLogEntry | None) -> datetime | None:
-        """The idle close in force for the batch after `previous` (lateness.close_in_force): the
-        ledger's closes, read once a sink, and this sink's own."""
+    def closed_for(self, batch_id: int, previous: OffsetLogEntry | None) -> datetime | None:
+        """The idle close in force for the batch (lateness.reached_closes): of the ledger's
+        closes, read once a sink, and this sink's own; those reached are folded into one
+        watermark (batches only move on), so a batch looks at the few made ahead of it."""
         if self._closes is None:
-            self._closes = idle_closes(self.lake, CLOSER_PREFIX)
-        return close_in_force(self._closes, previous.ends if previous else {})
+            self._closes = closes_of(idle_closes(self.lake, CLOSER_PREFIX))
+        reached, self._closes = reached_closes(self._closes, self.query_id, batch_id,
+                                               previous.ends if previous else {})
+        if reached is not None:
+            self._reached = max(self._reached or reached, reached)
+        return self._reached
 
     def close_when_quiet(self, quiet: timedelta) -> datetime | None:
         """After `quiet` with no new trade, moves the watermark up to the latest event time seen,
@@ -213,7 +222,7 @@ class MedallionSink:
             previous = self.checkpoint.offset_log(planned)
             self.latest = self.latest_before(planned + 1, previous)
             self.latest_for = planned + 1
-            closed = self.closed_for(previous)
+            closed = self.closed_for(planned + 1, previous)
             if closed is not None and self.closed is None:  # made before this start: said as this sink's
                 self.closed, self.closed_at = (planned + 1, closed), datetime.now(timezone.utc)
                 self.watermark = max(self.watermark or EPOCH, closed)
@@ -222,8 +231,7 @@ class MedallionSink:
                 return None
             rows = quiet_close_rows(self.query_id, planned + 1, previous.ends, self.latest)
             self.lake.publish(BATCH_WATERMARKS, rows, Batch(quiet_closer(self.query_id), planned + 1))
-            known = self._closes if self._closes is not None else rows.select([])
-            self._closes = pa.concat_tables([known, rows.select(known.column_names)])
+            self._closes = [*(self._closes or []), *closes_of(rows)]
             self.closed, self.closed_at = (planned + 1, self.latest), datetime.now(timezone.utc)
             self.watermark = max(self.watermark or EPOCH, self.latest)
             log.info("input quiet for %s: windows up to %s closed", duration_text(quiet),
@@ -233,17 +241,23 @@ class MedallionSink:
     def carry_quiet_from(self, before: MedallionSink) -> None:
         """A query restarted in the same run keeps its quiet and its close said."""
         self.last_trade_at, self.closed, self.closed_at = before.last_trade_at, before.closed, before.closed_at
+        self._not_quiet_at = before._not_quiet_at
+
+    def hold_quiet(self) -> None:
+        """Kafka unreachable, or records not read yet: the input is not quiet (its quiet counts
+        from now)."""
+        self._not_quiet_at = datetime.now(timezone.utc)
 
     def _quiet_for(self, quiet: timedelta) -> bool:
-        return datetime.now(timezone.utc) - self.last_trade_at >= quiet
+        return datetime.now(timezone.utc) - max(self.last_trade_at, self._not_quiet_at) >= quiet
 
     def closed_while_quiet(self) -> dict | None:
         """The idle close this sink made, while no trade has come since: the watermark it set and
         the quiet it followed (None: none, or trades since)."""
-        if self.closed is None or self.closed_at is None or self.last_trade_at > self.closed_at:
+        closed, closed_at, last_trade_at = self.closed, self.closed_at, self.last_trade_at  # other threads write
+        if closed is None or closed_at is None or last_trade_at > closed_at:
             return None
-        return {"windows_up_to": status_time(self.closed[1]),
-                "quiet_s": round((self.closed_at - self.last_trade_at).total_seconds())}
+        return {"windows_up_to": status_time(closed[1]), "quiet_s": round((closed_at - last_trade_at).total_seconds())}
 
     def continue_from(self, latest: datetime | None) -> None:
         """The query's first batch follows records written before it (a replay's part from

@@ -13,9 +13,11 @@ import pyarrow as pa
 from streaming.medallion.lateness import (
     CLOSED,
     close_in_force,
+    closes_of,
     judged_delay,
     quiet_close_rows,
     quiet_closer,
+    reached_closes,
     too_late_counts,
     too_late_trades,
     trade_lateness,
@@ -154,11 +156,16 @@ def test_a_batch_judged_under_an_idle_close_trails_its_front_by_less_than_the_de
 def test_a_close_is_in_force_for_the_batches_that_read_on_from_where_it_was_made():
     close = T("2026-03-02 16:59:58").to_pydatetime()
     later = T("2026-03-02 17:30:00").to_pydatetime()
-    closes = pa.concat_tables([quiet_close_rows("live", 7, {("t", 0): 12, ("t", 1): 40}, close),
-                               quiet_close_rows("live", 9, {("t", 0): 15, ("t", 1): 41}, later)]).select(
-        ["query_id", "batch_id", "topic", "partition", "end_offset", "closed_to"])
+    closes = closes_of(pa.concat_tables([quiet_close_rows("live", 7, {("t", 0): 12, ("t", 1): 40}, close),
+                                         quiet_close_rows("live", 9, {("t", 0): 15, ("t", 1): 41}, later)]))
 
-    assert close_in_force(closes, {("t", 0): 12, ("t", 1): 40}) == close  # the batch after it
-    assert close_in_force(closes, {("t", 0): 11, ("t", 1): 40}) is None  # a batch run again: before it
-    assert close_in_force(closes, {("t", 0): 20, ("t", 1): 45}) == later
-    assert close_in_force(closes, {}) is None  # a query's first batch: where it starts is not known
+    # The live query's own: from the batch each came before (a batch run again comes before it).
+    assert close_in_force(closes, "live", 7, {("t", 0): 12, ("t", 1): 40}) == close
+    assert close_in_force(closes, "live", 6, {("t", 0): 11, ("t", 1): 40}) is None
+    assert close_in_force(closes, "live", 9, {("t", 0): 3, ("t", 1): 3}) == later  # offsets gone back: still
+    assert reached_closes(closes, "live", 8, {}) == (close, closes[1:])  # the other still ahead
+    # A replay's (another query): once every partition is read up to where each was made.
+    assert close_in_force(closes, "replay", 2, {("t", 0): 12, ("t", 1): 40}) == close
+    assert close_in_force(closes, "replay", 1, {("t", 0): 11, ("t", 1): 40}) is None
+    assert close_in_force(closes, "replay", 5, {("t", 0): 20, ("t", 1): 45}) == later
+    assert close_in_force(closes, "replay", 0, {}) is None  # its first batch: where it starts is not known
