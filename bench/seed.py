@@ -41,6 +41,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -381,9 +382,12 @@ SEEDED = (tables.BRONZE, tables.SILVER, tables.GOLD, tables.SUMMARY_HISTORY)
 
 
 def seed_lake(data_dir: Path, plan: SeedPlan, chunk: int = 1_000_000,
-              history: HistoryPlan | None = DESIGN_RATE) -> SeedResult:
+              history: HistoryPlan | None = DESIGN_RATE,
+              judge: Callable[[pa.Table, int], pa.Table] | None = None) -> SeedResult:
     """Bronze, silver, gold and gold's history (unless `history` is None) of `plan` under
-    data_dir, a chunk of trades at a time; a line per chunk."""
+    data_dir, a chunk of trades at a time; a line per chunk. judge: (a chunk's silver rows, the
+    chunk's number) -> those rows with their lateness, as a query would have stamped them (else
+    left null)."""
     lake, result, began = Lake(data_dir), SeedResult(), time.perf_counter()
     data_dir.mkdir(parents=True, exist_ok=True)
     result.disk_free_before = shutil.disk_usage(data_dir).free
@@ -393,7 +397,7 @@ def seed_lake(data_dir: Path, plan: SeedPlan, chunk: int = 1_000_000,
     for k, start in enumerate(range(0, plan.trades, chunk)):
         count = min(chunk, plan.trades - start)
         rows = parsed_rows(trades.records(start, count))
-        silver = silver_rows(rows)
+        silver = silver_rows(rows) if judge is None else judge(silver_rows(rows), k)
         append_chunk(lake, tables.BRONZE, bronze_rows(rows), k)
         append_chunk(lake, tables.SILVER, silver, k)
         sums.append(window_sums(silver, Settings.window))

@@ -10,13 +10,12 @@ from datetime import date, datetime, timedelta, timezone
 from typing import Callable, Mapping
 
 import flask
-import pandas as pd
 import pyarrow as pa
 
 from dashboard.figures import is_final
 from dashboard.readers import HistoryReader
 from streaming.medallion.history import as_of
-from streaming.medallion.lateness import CLOSED, too_late_counts
+from streaming.medallion.lateness import CLOSED, MICROSECOND, LatenessTally
 from streaming.run.health import newest_watermark
 
 SUMMARY_PARAMETERS = ("day", "as_of")
@@ -73,19 +72,26 @@ def lateness_parameters(args: Mapping[str, list[str]]) -> str | None:
     return parse_day(given["day"], LATENESS_USAGE) if "day" in given else None
 
 
-def lateness_json(lateness_us: pd.Series, day: str | None, delay: timedelta) -> dict:
-    """The answer of /api/lateness: for each delay of the what-if (and the run's), how many of the
-    day's trades would have been too late, and the distribution of their lateness. `not_judged`:
-    trades whose batch's ledger rows were not committed yet when read; `closed_when_quiet`: trades
-    for windows an idle close had made final, too late at every delay (and in no bin)."""
-    judged = int(lateness_us.notna().sum())
+def lateness_points(delay: timedelta) -> tuple[int, ...]:
+    """The lateness figures, in microseconds, the what-if counts trades at: its delays, the run's,
+    the bins' edges and CLOSED (LatenessReader tallies each day's trades at them)."""
+    return tuple(sorted({*(d // MICROSECOND for d in (*WHAT_IF_DELAYS, delay, *LATENESS_BINS)), CLOSED}))
+
+
+def lateness_json(tally: LatenessTally, day: str | None, delay: timedelta) -> dict:
+    """The answer of /api/lateness from a day's tally at lateness_points(delay): for each delay of
+    the what-if (and the run's), how many of the day's trades would have been too late, and the
+    distribution of their lateness. `not_judged`: trades without a lateness (written before it was
+    stamped, and no ledger range holds them); `closed_when_quiet`: trades for windows an idle close
+    had made final, too late at every delay (and in no bin)."""
     delays = sorted({*WHAT_IF_DELAYS, delay} - {timedelta(0)})
-    counts = too_late_counts(lateness_us, delays)
-    closed = lateness_us == CLOSED
-    edges = too_late_counts(lateness_us[~closed.fillna(False)], list(LATENESS_BINS))
+    counts = [tally.too_late(d // MICROSECOND) for d in delays]
+    closed = tally.too_late(CLOSED)
+    edges = [tally.too_late(low // MICROSECOND) - closed for low in LATENESS_BINS]
+    judged = tally.judged
     return {
         "day": day, "watermark_s": delay.total_seconds(), "trades": judged,
-        "not_judged": int(lateness_us.isna().sum()), "closed_when_quiet": int(closed.sum()),
+        "not_judged": tally.not_judged, "closed_when_quiet": closed,
         "curve": [{"delay_s": d.total_seconds(), "too_late": n, "share": n / judged if judged else 0.0}
                   for d, n in zip(delays, counts)],
         "distribution": [{"from_s": low.total_seconds(), "to_s": high.total_seconds() if high else None,

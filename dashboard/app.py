@@ -67,7 +67,8 @@ def create_app(lake: Lake | str | Path, refresh_ms: int = 2000, simulator=None,
         return snapshot
 
     app.layout = layout
-    lateness = LatenessReader(lake, watermark or (simulator.watermark if simulator is not None else Settings.watermark))
+    delay = watermark or (simulator.watermark if simulator is not None else Settings.watermark)
+    lateness = LatenessReader(lake, delay, api.lateness_points(delay))
     context = PageContext(readers, status, simulator, reconciler, lake, SilverFilterValues(lake),
                           QuarantineReader(lake), lateness=lateness)
     register_callbacks(app, context)

@@ -9,8 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-import pandas as pd
-
 from dashboard.data import (
     CORRECTION_COLUMNS,
     GOLD_COLUMNS,
@@ -24,6 +22,7 @@ from dashboard.data import (
 from dashboard.readers import DayReader, HistoryReader, LatenessReader, QuarantineReader, SilverFilterValues
 from streaming.lake.store import Lake
 from streaming.lake.tables import CORRECTIONS, GOLD, LATE_TRADES
+from streaming.medallion.lateness import LatenessTally
 
 
 @dataclass(frozen=True)
@@ -119,7 +118,7 @@ class PageContext:
 
         assert self.lateness is not None
         if day is None:
-            return lateness_json(pd.Series([], dtype="Int64"), None, self.lateness.delay)
+            return lateness_json(LatenessTally.empty(self.lateness.points_us), None, self.lateness.delay)
         lateness = self.lateness.read(day)
         kept = self._lateness_of  # pages ask from several threads: one dict is read, a new one put
         if kept["day"] == day and kept["lateness"] is lateness:

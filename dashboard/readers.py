@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 from datetime import timedelta
-from itertools import accumulate
 from typing import Callable, Generic, Iterable, Sequence, TypeVar
 
 import pandas as pd
@@ -27,7 +27,7 @@ from streaming.lake.sql import equals, quote
 from streaming.lake.store import Lake
 from streaming.lake.tables import BATCH_WATERMARKS, QUARANTINE, SILVER, SUMMARY_HISTORY, Table
 from streaming.medallion.history import in_change_order
-from streaming.medallion.lateness import LATENESS_COLUMNS, trade_lateness
+from streaming.medallion.lateness import LATENESS, LATENESS_COLUMNS, NOT_JUDGED, LatenessTally, trade_lateness
 
 T = TypeVar("T")
 FEED_ROWS = 25  # the newest bad records shown, of one reason or of all
@@ -138,53 +138,77 @@ class HistoryReader:
             return kept.ordered
 
 
+@dataclass(frozen=True)
+class _FileLateness:
+    """A silver file's trades of the day: the tally of those stamped with their lateness, and how
+    many were written before lateness was stamped."""
+
+    stamped: LatenessTally
+    unstamped: int
+
+
 class _DayLateness:
-    def __init__(self, increments: FileIncrements[pa.Table]):
+    def __init__(self, increments: FileIncrements[_FileLateness], points_us: tuple[int, ...]):
         self.increments = increments
-        self.by_file: dict[str, pd.Series] = {}  # silver data file -> its trades' lateness
-        self.lateness = pd.Series([], dtype="Int64")
+        self.unstamped_files: frozenset[str] = frozenset()
+        self.unstamped = LatenessTally.empty(points_us)  # the tally of their trades, from the ledger
         self.ledger_version: int | None = None
+        self.tally = LatenessTally.empty(points_us)
 
 
 class LatenessReader:
-    """The lateness of each of a day's silver trades (lateness.trade_lateness), for the last few
-    days asked. The day's trades follow silver's files, and each file's lateness is worked out
-    once: when it first appears, or again while some of its trades had no ledger rows yet (their
-    batch's ledger commit comes after silver's) and the ledger has moved on. The ledger rows read
-    are those of the new files' offsets (files skipped on their statistics). `delay`: the run's
-    watermark delay, for ledger rows written before fronts were."""
+    """The lateness of a day's silver trades, as a LatenessTally at `points_us` (the what-if's
+    delays and bins), for the last few days asked. Each trade's lateness is stored beside it
+    (silver's LATENESS, stamped by the batch that kept it): a file of the day is read once, one
+    column, and tallied. Trades written before lateness was stamped are judged from the ledger
+    (lateness.trade_lateness), again while some had no ledger rows yet and the ledger moved on.
+    `delay`: the run's watermark delay, for ledger rows written before fronts were."""
 
-    def __init__(self, lake: Lake, delay: timedelta, days: int = DAYS_KEPT):
-        self.lake, self.delay = lake, delay
+    def __init__(self, lake: Lake, delay: timedelta, points_us: tuple[int, ...], days: int = DAYS_KEPT):
+        self.lake, self.delay, self.points_us = lake, delay, points_us
         self._days: _Days[_DayLateness] = _Days(self._follow, days)
         self._lock = threading.Lock()
 
     def _follow(self, day: str) -> _DayLateness:
         span = Span.utc_day("event_time", day)
-        return _DayLateness(FileIncrements(self.lake, SILVER, LATENESS_COLUMNS, span))
+        return _DayLateness(FileIncrements(self.lake, SILVER, [LATENESS], span, self._tallied), self.points_us)
 
-    def read(self, day: str) -> pd.Series:
-        """Lateness in microseconds per trade of the day (Int64; <NA>: its batch's ledger rows
-        are not committed yet)."""
+    def _tallied(self, rows: pa.Table) -> _FileLateness:
+        stamped = pc.drop_null(rows[LATENESS])
+        return _FileLateness(LatenessTally.of(stamped.to_numpy(), self.points_us), rows.num_rows - len(stamped))
+
+    def read(self, day: str) -> LatenessTally:
+        """The day's tally: the same object until the day's trades or their lateness change."""
         with self._lock:
             kept = self._days.of(day)
             changed = kept.increments.refresh()
             parts = kept.increments.parts
-            ledger = self.lake.open(BATCH_WATERMARKS)
-            version = ledger.version() if ledger is not None else None
-            stale = [path for path in parts if path not in kept.by_file
-                     or (version != kept.ledger_version and bool(kept.by_file[path].isna().any()))]
-            if stale:
-                trades = frame_of((parts[path] for path in stale), SILVER.schema_of(LATENESS_COLUMNS))
-                worked_out = trade_lateness(trades, self._ledger_of(trades), self.delay)
-                ends = list(accumulate(parts[path].num_rows for path in stale))
-                for path, start, end in zip(stale, [0, *ends], ends):
-                    kept.by_file[path] = worked_out.iloc[start:end]
-                kept.ledger_version = version
-            if stale or changed:
-                kept.by_file = {path: kept.by_file[path] for path in parts}
-                kept.lateness = pd.concat([pd.Series([], dtype="Int64"), *kept.by_file.values()], ignore_index=True)
-            return kept.lateness
+            unstamped_files = frozenset(path for path, part in parts.items() if part.unstamped)
+            # Trades judged from the ledger are judged again once its rows may hold those not judged.
+            ledger_version = self._ledger_version() if kept.unstamped.not_judged else kept.ledger_version
+            if unstamped_files != kept.unstamped_files or ledger_version != kept.ledger_version:
+                ledger_version = self._ledger_version()
+                kept.unstamped = self._judged_from_ledger(day, kept.increments) if unstamped_files else \
+                    LatenessTally.empty(self.points_us)
+                kept.unstamped_files = unstamped_files
+                kept.ledger_version = ledger_version if kept.unstamped.not_judged else None
+                changed = True
+            if changed:
+                kept.tally = sum((part.stamped for part in parts.values()), kept.unstamped)
+            return kept.tally
+
+    def _ledger_version(self) -> int | None:
+        ledger = self.lake.open(BATCH_WATERMARKS)
+        return ledger.version() if ledger is not None else None
+
+    def _judged_from_ledger(self, day: str, increments: FileIncrements) -> LatenessTally:
+        """The tally of the day's trades written before lateness was stamped, at the version followed."""
+        opened = self.lake.open(SILVER)
+        stamps = opened is not None and LATENESS in opened.schema().to_arrow().names
+        where = Span.utc_day("event_time", day).where() + (f" AND {quote(LATENESS)} IS NULL" if stamps else "")
+        trades = self.lake.read(SILVER, LATENESS_COLUMNS, where, version=increments.version).to_pandas()
+        lateness = trade_lateness(trades, self._ledger_of(trades), self.delay)
+        return LatenessTally.of(lateness.to_numpy(dtype="int64", na_value=NOT_JUDGED), self.points_us)
 
     def _ledger_of(self, trades: pd.DataFrame) -> pd.DataFrame:
         """The ledger rows whose ranges may hold these trades' records."""

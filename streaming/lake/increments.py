@@ -56,6 +56,11 @@ class Span:
         the file does not state could be anything)."""
         return (low is None or low < self.end) and (high is None or high + STATS_SLACK >= self.start)
 
+    def holds(self, low: datetime | None, high: datetime | None) -> bool:
+        """Whether every row of a file whose statistics are [low, high] lies in the span (a file
+        of one day of a table partitioned by it): read without a filter, or the span's column."""
+        return low is not None and high is not None and low >= self.start and high + STATS_SLACK < self.end
+
     def where(self) -> str:
         return in_time_range(self.column, self.start, self.end, high_inclusive=False)
 
@@ -173,16 +178,17 @@ class FileIncrements(Generic[T]):
     def _read_file(self, file: LiveFile) -> pa.Table:
         self.files_read += 1
         filesystem, prefix = self._files()  # the log URI-encodes paths: unquoted below
-        span = self.span
+        span = self.span if self.span is not None and not self.span.holds(file.low, file.high) else None
         partition = dict(file.partition)
-        in_file = pa.schema([f for f in self.read_schema if f.name not in partition])
+        wanted = self.read_schema if span is not None else self.table.schema_of(self.columns)
+        in_file = pa.schema([f for f in wanted if f.name not in partition])
         # The table's schema: a column the file lacks (added since it was written) reads as nulls.
         rows = pq.read_table(prefix + unquote(file.path), filesystem=filesystem, schema=in_file,
                              columns=in_file.names,
                              filters=None if span is None else span.rows(in_file.field(span.column).type))
-        for name in self.read_schema.names:
+        for name in wanted.names:
             if name in partition:
-                field = self.read_schema.field(name)
+                field = wanted.field(name)
                 rows = rows.append_column(field, pa.repeat(pa.scalar(partition[name], field.type), rows.num_rows))
         return rows.select(self.columns)
 

@@ -133,6 +133,9 @@ SILVER = Table(
         ("quantity", pa.int64()), ("price", pa.float64()), ("amount", pa.float64()), ("channel", pa.string()),
         ("event_time", UTC_TIME), ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()),
         ("kafka_timestamp", UTC_TIME), ("ingested_at", UTC_TIME),
+        # How far behind the stream's front the trade arrived, in microseconds, as the batch that
+        # kept it judged (medallion/lateness.py; null in rows written before it was recorded).
+        ("lateness_us", pa.int64()),
     ]),
     # The first copy of a trade wins; the same Kafka record read again (a replay after a fix)
     # replaces its own row with the new parse. A redelivered copy has its first copy's event

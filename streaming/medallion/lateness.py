@@ -18,8 +18,9 @@ alone; the tests check the two agree.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import NamedTuple
+from typing import NamedTuple, Sequence
 
 import numpy as np
 import pandas as pd
@@ -132,6 +133,13 @@ def judged_watermark(ledger: pa.Table) -> datetime:
     return ledger["watermark"][0].as_py()
 
 
+def judged_close(ledger: pa.Table) -> datetime | None:
+    """The idle close in force for a batch, from its ledger rows (None: none)."""
+    if ledger.num_rows == 0 or "closed_to" not in ledger.column_names:
+        return None
+    return ledger["closed_to"][0].as_py()
+
+
 def judged_delay(ledger: pa.Table, delay: timedelta) -> timedelta:
     """How far a batch's watermark trails its front, from its ledger rows: `delay` (the rule's),
     less while an idle close holds the watermark nearer (0 when it is at the front); `delay` for
@@ -202,8 +210,13 @@ def late_trade_rows(late: pd.DataFrame, window: timedelta, detected_at: datetime
 # answers "how many would a delay of D have left out" for every D. A trade at or before an idle
 # close in force is too late whatever the delay: its lateness is CLOSED.
 LATENESS_COLUMNS = ["event_time", "topic", "partition", "offset"]
-MICROSECOND = pd.Timedelta(microseconds=1)
 CLOSED = np.iinfo(np.int64).max  # lateness of a trade for a window an idle close had made final
+NOT_JUDGED = -1  # in an int64 array of lateness: no figure (no ledger range held the trade's record)
+NO_TIME = np.iinfo(np.int64).min  # a time in microseconds that is not there (NaT's)
+MICROSECOND = timedelta(microseconds=1)
+# Silver's column: each trade's lateness, stamped by the batch that kept it (null in rows written
+# before it was: trade_lateness derives theirs from the ledger).
+LATENESS = "lateness_us"
 
 
 def ledger_fronts(ledger: pd.DataFrame, delay: timedelta) -> pd.Series:
@@ -229,7 +242,7 @@ def trade_lateness(trades: pd.DataFrame, ledger: pd.DataFrame, delay: timedelta)
     batch's ledger rows not committed yet). A record read under several checkpoints (a replay)
     takes its greatest lateness, as too_late_trades takes the decision made live. CLOSED: too
     late at any delay, for an idle close (the ledger's closed_to)."""
-    lateness = np.full(len(trades), -1, dtype="int64")  # -1: no range holds the record
+    lateness = np.full(len(trades), NOT_JUDGED, dtype="int64")  # no range holds the record
     if len(trades) and len(ledger):
         ranges = ledger.assign(front=ledger_fronts(ledger, delay))
         event_us = _microseconds(trades["event_time"])
@@ -245,24 +258,20 @@ def trade_lateness(trades: pd.DataFrame, ledger: pd.DataFrame, delay: timedelta)
                 rows = rows_of.get((topic, partition))
                 if rows is not None:
                     _judge(lateness, rows[lateness[rows] < 0] if fallback else rows, mine, offsets, event_us)
-    return pd.Series(pd.arrays.IntegerArray(lateness, lateness < 0), index=trades.index)
+    return pd.Series(pd.arrays.IntegerArray(lateness, lateness == NOT_JUDGED), index=trades.index)
 
 
 def _judge(lateness: np.ndarray, rows: np.ndarray, ranges: pd.DataFrame, offsets: np.ndarray,
            event_us: np.ndarray) -> None:
     """Sets the lateness of the trades at `rows` that one query's ranges of their partition hold
-    (the greatest, where it had one). Capped below the front's distance from the epoch: the sink's
-    watermark never goes below the epoch, so no delay that reaches it leaves a trade out."""
+    (the greatest, where it had one)."""
     ranges = ranges.sort_values("start_offset")
     starts, ends = ranges["start_offset"].to_numpy("int64"), ranges["end_offset"].to_numpy("int64")
-    fronts, known = _microseconds(ranges["front"]), ranges["front"].notna().to_numpy()
     at = np.searchsorted(starts, offsets[rows], side="right") - 1
     inside = (at >= 0) & (offsets[rows] < ends[np.maximum(at, 0)])
     rows, at = rows[inside], at[inside]
-    behind = np.where(known[at], np.minimum(fronts[at] - event_us[rows], fronts[at] - 1), 0).clip(min=0)
-    if "closed_to" in ranges and ranges["closed_to"].notna().any():
-        closed = ranges["closed_to"].notna().to_numpy()[at] & (event_us[rows] <= _microseconds(ranges["closed_to"])[at])
-        behind = np.where(closed, CLOSED, behind)
+    closed = _microseconds(ranges["closed_to"]) if "closed_to" in ranges else np.full(len(ranges), NO_TIME)
+    behind = lateness_rule(event_us[rows], _microseconds(ranges["front"])[at], closed[at])
     lateness[rows] = np.maximum(lateness[rows], behind)
 
 
@@ -276,9 +285,93 @@ def _rows_by_partition(trades: pd.DataFrame) -> dict[tuple[str, int], np.ndarray
     return {(topics[0], int(p)): np.flatnonzero(partitions == p) for p in np.unique(partitions)}
 
 
-def too_late_counts(lateness_us: pd.Series, delays: list[timedelta]) -> list[int]:
-    """For each delay, how many of these lateness figures (<NA> ignored) are at or above it:
-    the trades that delay would have left out."""
-    known = np.sort(lateness_us.dropna().to_numpy(dtype="int64"))
-    points = np.array([d // timedelta(microseconds=1) for d in delays], dtype="int64")
-    return (len(known) - np.searchsorted(known, points, side="left")).tolist()
+def lateness_rule(event_us: np.ndarray, front_us: np.ndarray | int, closed_us: np.ndarray | int) -> np.ndarray:
+    """The one rule, in whole microseconds: front - event time, or 0 when the trade moved the
+    front or came before any (front NO_TIME); CLOSED when it is at or before an idle close in
+    force (closed NO_TIME: none). Capped below the front's distance from the epoch: the sink's
+    watermark never goes below the epoch, so no delay that reaches it leaves a trade out."""
+    front = np.broadcast_to(np.asarray(front_us, dtype="int64"), np.shape(event_us))
+    closed = np.broadcast_to(np.asarray(closed_us, dtype="int64"), np.shape(event_us))
+    known = front != NO_TIME
+    safe_front = np.where(known, front, event_us)  # no arithmetic on the sentinel
+    behind = np.where(known, np.minimum(safe_front - event_us, safe_front - 1), 0).clip(min=0)
+    return np.where((closed != NO_TIME) & (event_us <= closed), CLOSED, behind)
+
+
+def stamped(trades: pa.Table, front: datetime | None, closed_to: datetime | None) -> pa.Table:
+    """Silver rows of one batch with their lateness (LATENESS) from the batch's front and the
+    idle close in force: stored beside each trade, so a day's what-if reads one column."""
+    event_us = trades["event_time"].cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_numpy()
+    lateness = lateness_rule(event_us, _microseconds_of(front), _microseconds_of(closed_to))
+    return trades.set_column(trades.schema.get_field_index(LATENESS), LATENESS, pa.array(lateness, pa.int64()))
+
+
+def greatest_lateness(trades: pa.Table, before: pa.Table) -> pa.Table:
+    """Silver rows of records read again, each with the greater of its lateness now and the one
+    silver's row of the same record had (`before`: topic, partition, offset, LATENESS), as
+    trade_lateness takes a record's greatest over the checkpoints that read it."""
+    if before.num_rows == 0:
+        return trades
+    record = ["topic", "partition", "offset"]
+    rows = trades.select(record).append_column("row", pa.array(np.arange(trades.num_rows)))
+    earlier = before.select([*record, LATENESS]).rename_columns([*record, "before"])
+    matched = rows.join(earlier, record, join_type="left outer", use_threads=False).sort_by("row")
+    greatest = pc.max_element_wise(trades[LATENESS], matched["before"], skip_nulls=True)
+    return trades.set_column(trades.schema.get_field_index(LATENESS), LATENESS, greatest)
+
+
+def _microseconds_of(moment: datetime | None) -> int:
+    return NO_TIME if moment is None else (moment - EPOCH) // MICROSECOND
+
+
+def too_late_counts(lateness_us: np.ndarray | pd.Series, delays: Sequence[timedelta]) -> list[int]:
+    """For each delay, how many of these lateness figures (<NA> or NOT_JUDGED ignored) are at or
+    above it: the trades that delay would have left out."""
+    if isinstance(lateness_us, pd.Series):
+        lateness_us = lateness_us.to_numpy(dtype="int64", na_value=NOT_JUDGED)
+    return _at_least(lateness_us, [d // MICROSECOND for d in delays])
+
+
+def _at_least(lateness_us: np.ndarray, points_us: Sequence[int]) -> list[int]:
+    """too_late_counts at points in microseconds: one pass of the figures against the few
+    points, no sort of them."""
+    points = np.asarray(points_us, dtype="int64")
+    order = np.argsort(points, kind="stable")
+    slots = np.searchsorted(points[order], lateness_us[lateness_us != NOT_JUDGED], side="right")
+    beyond = np.cumsum(np.bincount(slots, minlength=len(points) + 1)[::-1])[::-1]  # figures in slot >= k
+    counts = np.empty(len(points), dtype="int64")
+    counts[order] = beyond[1:]
+    return counts.tolist()
+
+
+@dataclass(frozen=True)
+class LatenessTally:
+    """How many of some trades had at least each lateness of `points_us` (too_late_counts), how
+    many were judged and how many not: all the what-if needs, the same size for a file or a
+    day, and added up over files."""
+
+    points_us: tuple[int, ...]
+    at_least: tuple[int, ...]
+    judged: int
+    not_judged: int
+
+    @classmethod
+    def of(cls, lateness_us: np.ndarray | pd.Series, points_us: tuple[int, ...]) -> LatenessTally:
+        """lateness_us: int64 figures, NOT_JUDGED (or <NA>) where a trade has none."""
+        if isinstance(lateness_us, pd.Series):
+            lateness_us = lateness_us.to_numpy(dtype="int64", na_value=NOT_JUDGED)
+        missing = int(np.count_nonzero(lateness_us == NOT_JUDGED))
+        return cls(points_us, tuple(_at_least(lateness_us, points_us)), len(lateness_us) - missing, missing)
+
+    @classmethod
+    def empty(cls, points_us: tuple[int, ...]) -> LatenessTally:
+        return cls(points_us, (0,) * len(points_us), 0, 0)
+
+    def __add__(self, other: LatenessTally) -> LatenessTally:
+        assert self.points_us == other.points_us
+        return LatenessTally(self.points_us, tuple(a + b for a, b in zip(self.at_least, other.at_least)),
+                             self.judged + other.judged, self.not_judged + other.not_judged)
+
+    def too_late(self, delay_us: int) -> int:
+        """The trades with a lateness of at least `delay_us`, one of the points."""
+        return self.at_least[self.points_us.index(delay_us)]

@@ -51,7 +51,7 @@ from streaming.lake.lookups import (
     silver_rows_of_records,
 )
 from streaming.lake.store import Batch, Lake
-from streaming.lake.tables import BATCH_WATERMARKS, BRONZE, QUARANTINE, SILVER, UTC_TIME
+from streaming.lake.tables import BATCH_WATERMARKS, BRONZE, KAFKA_RECORD, QUARANTINE, SILVER, UTC_TIME
 from streaming.medallion import losses
 from streaming.medallion.bronze import bronze_rows
 from streaming.medallion.gold import merge_window_sums
@@ -59,13 +59,17 @@ from streaming.medallion.lateness import (
     CLOSER_PREFIX,
     EPOCH,
     LATE_CANDIDATE_COLUMNS,
+    LATENESS,
     Close,
     closes_of,
+    greatest_lateness,
+    judged_close,
     judged_watermark,
     ledger_rows,
     quiet_close_rows,
     quiet_closer,
     reached_closes,
+    stamped,
     with_close,
 )
 from streaming.medallion.silver.arrow import parse_records, quarantine_rows, silver_rows
@@ -284,7 +288,8 @@ class MedallionSink:
         """Returns the latest event time among the trades silver took from the batch."""
         this = self.batch(batch_id)
         plan = BatchPlan(self.lake.root, self.lake.storage_options, judged_watermark(ledger),
-                         self.settings.window, datetime.now(timezone.utc), latest, self.settings.max_event_time_jump)
+                         self.settings.window, datetime.now(timezone.utc), latest, self.settings.max_event_time_jump,
+                         judged_close(ledger))
         records = records_read(ledger)
         if self.local_master is None:
             self.local_master = (batch.sparkSession.sparkContext.master or "").startswith("local")
@@ -366,11 +371,13 @@ class MedallionSink:
         ingested_at = pa.scalar(datetime.now(timezone.utc), UTC_TIME)
         rows = rows.append_column("ingested_at", pa.repeat(ingested_at, rows.num_rows))
         rows, _ = screened(rows, latest, self.settings.max_event_time_jump, self.silver_before)
-        trades = silver_rows(rows)
+        trades = stamped(silver_rows(rows), latest, judged_close(ledger))
         this = self.batch(batch_id) if writer is None else Batch(writer, batch_id)
         # Records read again may have a new event time (a parser fixed since): they are matched
         # on trade_id over all of silver, not only among the batch's event times.
         read_again = holds_records_of(self.lake, SILVER, trades)
+        if read_again:  # a replay keeps the lateness judged live, as it keeps the too-late list
+            trades = greatest_lateness(trades, silver_rows_of_records(self.lake, trades, [*KAFKA_RECORD, LATENESS]))
         run_again = self.lake.published(SILVER, this)  # after a crash, before Spark recorded the batch done
         self.lake.publish(BRONZE, bronze_rows(rows), this)
         self.lake.publish(SILVER, trades, this, narrow=not read_again)

@@ -10,7 +10,8 @@ to the batch's time, docs/live-batch.md):
   one Python process;
 * writes the share's bronze, quarantine and silver rows as new Parquet files into the tables'
   locations (lake/files.py); the driver commits them, so nothing is visible before it does;
-* keeps for silver the first copy of each trade_id in the share (arrival order). Whether silver
+* keeps for silver the first copy of each trade_id in the share (arrival order), each with its
+  lateness (how far behind the batch's front it came, medallion/lateness.py). Whether silver
   holds any of them already the driver tells from their ids' hashes (seen_ids.TradeIds), without a
   read of silver per task: a batch with such a trade goes through the driver's MERGEs instead;
 * sends a new trade whose event time jumps far ahead of all seen (silver.guard) to
@@ -41,7 +42,7 @@ from streaming.lake.store import Lake
 from streaming.lake.tables import BRONZE, QUARANTINE, SILVER, UTC_TIME, Table
 from streaming.medallion.bronze import bronze_rows
 from streaming.medallion.gold import window_sums
-from streaming.medallion.lateness import LATE_CANDIDATE_COLUMNS, too_late
+from streaming.medallion.lateness import LATE_CANDIDATE_COLUMNS, stamped, too_late
 from streaming.medallion.losses import first_offsets
 from streaming.medallion.silver.arrow import parse_records, quarantine_rows
 from streaming.medallion.silver.guard import screened
@@ -68,8 +69,9 @@ class BatchPlan:
     watermark: datetime  # the batch's: trades at or before it are too late
     window: timedelta
     ingested_at: datetime
-    latest_seen: datetime | None = None  # the latest event time before the batch (silver.guard)
+    latest_seen: datetime | None = None  # the latest event time before the batch: its front (silver.guard)
     max_event_time_jump: timedelta = timedelta(days=1)
+    closed_to: datetime | None = None  # the idle close in force for the batch (lateness.stamped)
 
 
 def to_ipc(rows: pa.Table) -> bytes:
@@ -116,6 +118,7 @@ class ShareWriter:
         rows = rows.append_column("ingested_at", pa.repeat(pa.scalar(self.plan.ingested_at, UTC_TIME), rows.num_rows))
         # Without silver at hand: the driver tells from the new ids' hashes whether silver held any.
         rows, new = screened(rows, self.plan.latest_seen, self.plan.max_event_time_jump)
+        new = stamped(new, self.plan.latest_seen, self.plan.closed_to)
         results = [_result(READ, payload=to_ipc(offset_ranges(rows))),
                    *self.write(BRONZE, bronze_rows(rows)),
                    *self.write(QUARANTINE, quarantine_rows(rows)),

@@ -1,7 +1,8 @@
 """How many of a day's trades each watermark delay would have left out (/api/lateness), on the real
 pipeline: trades arriving a known time behind the stream's front, then the curve, checked point by
 point against a count by hand and at the run's own delay against gold/late_trades; a restart
-changes neither."""
+changes neither. The lateness each batch stores beside its trades is the one derived from the
+ledger, also when a batch runs again."""
 
 from __future__ import annotations
 
@@ -9,14 +10,17 @@ from datetime import datetime, timedelta, timezone
 
 import pandas as pd
 
+from dashboard.api import lateness_points
 from dashboard.app import create_app
 from dashboard.readers import LatenessReader
 from streaming.lake.store import Lake
-from streaming.lake.tables import LATE_TRADES
+from streaming.lake.tables import BATCH_WATERMARKS, LATE_TRADES, SILVER
+from streaming.medallion.lateness import LATENESS, trade_lateness
 from tests.support.corpus import DAY, trade
 
 FRONT = datetime(2026, 3, 2, 10, 0, tzinfo=timezone.utc)
 BEHIND_MINUTES = (1, 15, 30, 60, 90)
+MINUTE_US = 60_000_000
 
 
 def at(moment: datetime) -> str:
@@ -47,16 +51,30 @@ def test_the_curve_counts_the_trades_each_delay_would_have_left_out(stream, sett
     assert lateness_curve(settings) == curve
 
 
-def test_lateness_is_measured_from_the_front_whatever_the_delay(stream, settings):
+def test_the_lateness_stored_beside_each_trade_is_the_one_derived_from_the_ledger(stream, settings):
     stream.add(trade("front", "BUY", 1, 10.0, at(FRONT)))
     stream.process()
-    stream.add(trade("behind-50", "SELL", 1, 10.0, at(FRONT - timedelta(minutes=50))))
+    stream.add(trade("behind-50", "SELL", 1, 10.0, at(FRONT - timedelta(minutes=50))),
+               trade("ahead", "BUY", 1, 10.0, at(FRONT + timedelta(minutes=5))))
     stream.process()
+    first = stored_and_derived(stream, settings)
+    assert first == {"front": 0, "behind-50": 50 * MINUTE_US, "ahead": 0}
 
-    reader = LatenessReader(Lake(settings.data_dir), timedelta(minutes=45))
-    lateness = reader.read(DAY[:10])
+    stream.restart(forget_last_commit=True)  # the last batch runs again, through the driver's MERGEs
+    stream.process()
+    assert stored_and_derived(stream, settings) == first
 
-    assert sorted(lateness.tolist()) == [0, 50 * 60 * 1_000_000]
+    tally = LatenessReader(Lake(settings.data_dir), timedelta(minutes=45), lateness_points(timedelta(minutes=45)))
+    day = tally.read(DAY[:10])  # measured from the front whatever the delay
+    assert (day.judged, day.too_late(45 * MINUTE_US), day.too_late(60 * MINUTE_US)) == (3, 1, 0)
+
+
+def stored_and_derived(stream, settings) -> dict[str, int]:
+    """Silver's lateness per trade, checked equal to lateness.trade_lateness's from the ledger."""
+    silver = stream.table(SILVER)
+    derived = trade_lateness(silver, stream.table(BATCH_WATERMARKS), settings.watermark)
+    assert silver[LATENESS].tolist() == derived.tolist()
+    return dict(zip(silver["trade_id"], silver[LATENESS].tolist()))
 
 
 def lateness_curve(settings) -> dict:

@@ -8,11 +8,11 @@ from datetime import timedelta
 import pandas as pd
 import pytest
 
-from dashboard.api import lateness_json
+from dashboard.api import lateness_json, lateness_points
 from dashboard.app import create_app
 from dashboard.panels.what_if import sentence
 from streaming.lake.store import Lake
-from streaming.medallion.lateness import CLOSED
+from streaming.medallion.lateness import CLOSED, LatenessTally
 
 
 @pytest.fixture
@@ -53,7 +53,8 @@ def test_trades_for_windows_closed_when_quiet_count_at_every_delay_and_in_no_lat
     minute = 60_000_000
     lateness = pd.Series([0, 2 * minute, CLOSED, CLOSED, pd.NA], dtype="Int64")
 
-    answer = lateness_json(lateness, "2026-03-02", timedelta(minutes=30))
+    answer = lateness_json(LatenessTally.of(lateness, lateness_points(timedelta(minutes=30))), "2026-03-02",
+                           timedelta(minutes=30))
 
     assert (answer["trades"], answer["closed_when_quiet"], answer["not_judged"]) == (4, 2, 1)
     assert [p["too_late"] for p in answer["curve"]][:3] == [3, 3, 2]  # 1, 2 and 5 minutes

@@ -27,6 +27,7 @@ def silver(ids: list[str], times: list[datetime], offset: int = 0) -> pa.Table:
         "partition": pa.array([0] * n, pa.int32()), "offset": pa.array(range(offset, offset + n), pa.int64()),
         "kafka_timestamp": pa.array(times, SILVER.schema.field("event_time").type),
         "ingested_at": pa.array(times, SILVER.schema.field("event_time").type),
+        "lateness_us": pa.array([0] * n, pa.int64()),
     }, schema=SILVER.schema)
 
 

@@ -12,12 +12,16 @@ import pyarrow as pa
 
 from streaming.medallion.lateness import (
     CLOSED,
+    LATENESS,
+    LatenessTally,
     close_in_force,
     closes_of,
+    greatest_lateness,
     judged_delay,
     quiet_close_rows,
     quiet_closer,
     reached_closes,
+    stamped,
     too_late_counts,
     too_late_trades,
     trade_lateness,
@@ -169,3 +173,52 @@ def test_a_close_is_in_force_for_the_batches_that_read_on_from_where_it_was_made
     assert close_in_force(closes, "replay", 1, {("t", 0): 11, ("t", 1): 40}) is None
     assert close_in_force(closes, "replay", 5, {("t", 0): 20, ("t", 1): 45}) == later
     assert close_in_force(closes, "replay", 0, {}) is None  # its first batch: where it starts is not known
+
+
+# -- the lateness stored beside each trade (silver's lateness_us) against the ledger's ------------
+def silver_batch(times: list[pd.Timestamp], first_offset: int = 0) -> pa.Table:
+    n = len(times)
+    return pa.table({"event_time": pa.array(times, pa.timestamp("us", tz="UTC")), "topic": ["t"] * n,
+                     "partition": pa.array([0] * n, pa.int32()),
+                     "offset": list(range(first_offset, first_offset + n)), LATENESS: pa.nulls(n, pa.int64())})
+
+
+def test_the_lateness_a_batch_stamps_is_the_one_derived_from_its_ledger_rows():
+    times = [T("2026-03-02 09:50"), T("2026-03-02 10:20"), T("2026-03-02 08:00"), T("2026-03-02 10:00"),
+             T("1970-01-01 00:00:01"), T("1969-12-31 23:00")]
+    cases = [(None, None), (T("2026-03-02 10:00"), None), (T("2026-03-02 10:00"), T("2026-03-02 09:55")),
+             (T("1970-01-01 00:10"), None)]
+    for batch, (front, closed_to) in enumerate(cases):
+        trades = silver_batch(times, first_offset=10 * batch)
+        ranges = ledger(("q", batch + 1, 0, 10 * batch, 10 * batch + len(times), front,
+                         EPOCH if front is None else max(EPOCH, front - DELAY))).assign(closed_to=closed_to)
+        ranges["closed_to"] = pd.to_datetime(ranges["closed_to"], utc=True)
+
+        stored = stamped(trades, None if front is None else front.to_pydatetime(),
+                         None if closed_to is None else closed_to.to_pydatetime())[LATENESS].to_pylist()
+
+        assert stored == trade_lateness(trades.drop_columns([LATENESS]).to_pandas(), ranges, DELAY).tolist()
+    assert stamped(silver_batch([T("1970-01-01 00:00:01")]), T("1970-01-01 00:10").to_pydatetime(),
+                   None)[LATENESS].to_pylist() == [(10 * 60 - 1) * 1_000_000]
+
+
+def test_a_record_read_again_keeps_the_greatest_lateness_silver_had_for_it():
+    again = stamped(silver_batch([T("2026-03-02 09:00"), T("2026-03-02 09:50")]), T("2026-03-02 10:00").to_pydatetime(),
+                    None)
+    before = pa.table({"topic": ["t", "t"], "partition": pa.array([0, 0], pa.int32()), "offset": [1, 7],
+                       LATENESS: pa.array([90 * MINUTE_US, 0], pa.int64())})
+
+    assert greatest_lateness(again, before)[LATENESS].to_pylist() == [60 * MINUTE_US, 90 * MINUTE_US]
+
+
+def test_a_tally_counts_as_too_late_counts_and_adds_up_over_files():
+    rng = np.random.default_rng(3)
+    figures = np.concatenate([rng.integers(0, 3 * 60 * MINUTE_US, 5_000), [0] * 50, [CLOSED] * 3, [-1] * 7])
+    points = (0, 1, MINUTE_US, 30 * MINUTE_US, 60 * MINUTE_US, CLOSED)
+
+    whole = LatenessTally.of(figures, points)
+    parts = LatenessTally.of(figures[:1234], points) + LatenessTally.of(figures[1234:], points)
+
+    assert whole == parts
+    assert list(whole.at_least) == [int(np.sum((figures >= p) & (figures != -1))) for p in points]
+    assert (whole.judged, whole.not_judged, whole.too_late(CLOSED)) == (5_053, 7, 3)

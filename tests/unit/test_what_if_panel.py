@@ -8,13 +8,15 @@ from datetime import timedelta
 
 import pandas as pd
 
-from dashboard.api import lateness_json
+from dashboard.api import lateness_json, lateness_points
 from dashboard.panels.what_if import chosen_delay, curve_figure, distribution_figure, sentence, slider_marks
+from streaming.medallion.lateness import LatenessTally
 
 MINUTE_US = 60_000_000
 # 41,200 trades: 3 of them 50 minutes behind the front, 10 of them 20 minutes, the rest on time.
-ANSWER = lateness_json(pd.Series([0] * 41_187 + [20 * MINUTE_US] * 10 + [50 * MINUTE_US] * 3, dtype="Int64"),
-                       "2026-03-02", timedelta(minutes=30))
+DELAY = timedelta(minutes=30)
+ANSWER = lateness_json(LatenessTally.of(pd.Series([0] * 41_187 + [20 * MINUTE_US] * 10 + [50 * MINUTE_US] * 3),
+                                        lateness_points(DELAY)), "2026-03-02", DELAY)
 
 
 def test_the_sentence_at_the_runs_delay_says_what_was_too_late():
@@ -47,5 +49,5 @@ def test_the_curve_marks_the_runs_delay_on_its_log_axis_and_the_distribution_has
 
 
 def test_without_a_day_the_sentence_says_so():
-    assert sentence(lateness_json(pd.Series([], dtype="Int64"), None, timedelta(minutes=30)), None).startswith(
+    assert sentence(lateness_json(LatenessTally.empty(lateness_points(DELAY)), None, DELAY), None).startswith(
         "No trading day yet")

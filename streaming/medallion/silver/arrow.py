@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from streaming.lake.tables import QUARANTINE, SILVER
+from streaming.medallion.lateness import LATENESS
 from streaming.medallion.silver import rules
 from streaming.medallion.silver.rules import (
     ISO_WITH_ZONE,
@@ -28,6 +29,8 @@ from streaming.rows import no_cycle_collection
 
 _ISO_PARTS = re.compile(ISO_WITH_ZONE, re.ASCII)
 _LONG = (-(2 ** 63), 2 ** 63 - 1)
+# Silver's columns that parsing gives (the lateness is the sink's).
+PARSED_COLUMNS = [c for c in SILVER.columns if c != LATENESS]
 PARSE_CHUNK = 16_384  # records whose Python objects live at once: a task's share can be 100,000s
 
 
@@ -317,8 +320,10 @@ def _days_from_civil(year: int, month: int, day: int) -> int:
 
 def silver_rows(parsed: pa.Table) -> pa.Table:
     """Valid trades in arrival order (Kafka timestamp, partition, offset), so that when one
-    trade_id comes twice the first copy is the one kept."""
-    valid = parsed.filter(pc.is_null(parsed["reason"])).select(SILVER.columns)
+    trade_id comes twice the first copy is the one kept; their lateness not judged yet (null:
+    the sink stamps it, lateness.stamped)."""
+    valid = parsed.filter(pc.is_null(parsed["reason"])).select(PARSED_COLUMNS)
+    valid = valid.append_column(LATENESS, pa.nulls(valid.num_rows, pa.int64()))  # the sink stamps it
     order = pc.sort_indices(valid, [("kafka_timestamp", "ascending"), ("partition", "ascending"),
                                     ("offset", "ascending")])
     if len(order) and not pc.all(pc.equal(order, pa.array(np.arange(len(order)), order.type))).as_py():
