@@ -203,8 +203,10 @@ class LatenessReader:
 
     def _judged_from_ledger(self, day: str, increments: FileIncrements) -> LatenessTally:
         """The tally of the day's trades written before lateness was stamped, at the version followed."""
-        opened = self.lake.open(SILVER)
-        stamps = opened is not None and LATENESS in opened.schema().to_arrow().names
+        if increments.version is None:
+            return LatenessTally.empty(self.points_us)
+        opened = self.lake.open_version(SILVER, increments.version)
+        stamps = opened is not None and LATENESS in opened.schema().to_arrow().names  # (an app's start adds it)
         where = Span.utc_day("event_time", day).where() + (f" AND {quote(LATENESS)} IS NULL" if stamps else "")
         trades = self.lake.read(SILVER, LATENESS_COLUMNS, where, version=increments.version).to_pandas()
         lateness = trade_lateness(trades, self._ledger_of(trades), self.delay)
