@@ -22,7 +22,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streaming.lake.increments import FileIncrements, Span, newest
+from streaming.lake.increments import WHOLE_READ, FileIncrements, Span, newest
 from streaming.lake.sql import equals, quote
 from streaming.lake.store import Lake
 from streaming.lake.tables import BATCH_WATERMARKS, QUARANTINE, SILVER, SUMMARY_HISTORY, Table
@@ -150,7 +150,7 @@ class _FileLateness:
 class _DayLateness:
     def __init__(self, increments: FileIncrements[_FileLateness], points_us: tuple[int, ...]):
         self.increments = increments
-        self.unstamped_files: frozenset[str] = frozenset()
+        self.unstamped_files: tuple[frozenset[tuple[str, int]], int | None] = (frozenset(), None)
         self.unstamped = LatenessTally.empty(points_us)  # the tally of their trades, from the ledger
         self.ledger_version: int | None = None
         self.tally = LatenessTally.empty(points_us)
@@ -183,14 +183,16 @@ class LatenessReader:
             kept = self._days.of(day)
             changed = kept.increments.refresh()
             parts = kept.increments.parts
-            unstamped_files = frozenset(path for path, part in parts.items() if part.unstamped)
+            # The trades without a stored lateness, as files and counts (read whole: any new version).
+            unstamped = (frozenset((path, part.unstamped) for path, part in parts.items() if part.unstamped),
+                         kept.increments.version if WHOLE_READ in parts else None)
             # Trades judged from the ledger are judged again once its rows may hold those not judged.
             ledger_version = self._ledger_version() if kept.unstamped.not_judged else kept.ledger_version
-            if unstamped_files != kept.unstamped_files or ledger_version != kept.ledger_version:
+            if unstamped != kept.unstamped_files or ledger_version != kept.ledger_version:
                 ledger_version = self._ledger_version()
-                kept.unstamped = self._judged_from_ledger(day, kept.increments) if unstamped_files else \
+                kept.unstamped = self._judged_from_ledger(day, kept.increments) if unstamped[0] else \
                     LatenessTally.empty(self.points_us)
-                kept.unstamped_files = unstamped_files
+                kept.unstamped_files = unstamped
                 kept.ledger_version = ledger_version if kept.unstamped.not_judged else None
                 changed = True
             if changed:

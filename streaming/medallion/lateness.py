@@ -308,15 +308,21 @@ def stamped(trades: pa.Table, front: datetime | None, closed_to: datetime | None
 
 def greatest_lateness(trades: pa.Table, before: pa.Table) -> pa.Table:
     """Silver rows of records read again, each with the greater of its lateness now and the one
-    silver's row of the same record had (`before`: topic, partition, offset, LATENESS), as
-    trade_lateness takes a record's greatest over the checkpoints that read it."""
+    silver's row of the same trade from the same record had (`before`: trade_id, topic,
+    partition, offset, LATENESS), as trade_lateness takes a record's greatest over the
+    checkpoints that read it. A row silver had without a lateness (written before it was
+    stored) stays without: read, it is judged from the ledger over every checkpoint."""
     if before.num_rows == 0:
         return trades
-    record = ["topic", "partition", "offset"]
-    rows = trades.select(record).append_column("row", pa.array(np.arange(trades.num_rows)))
-    earlier = before.select([*record, LATENESS]).rename_columns([*record, "before"])
-    matched = rows.join(earlier, record, join_type="left outer", use_threads=False).sort_by("row")
+    same = ["trade_id", "topic", "partition", "offset"]  # silver holds a trade_id once: one match at most
+    rows = trades.select(same).append_column("row", pa.array(np.arange(trades.num_rows)))
+    earlier = before.select([*same, LATENESS]).rename_columns([*same, "before"])
+    earlier = earlier.append_column("found", pa.repeat(pa.scalar(True), earlier.num_rows))
+    matched = rows.join(earlier, same, join_type="left outer", use_threads=False).sort_by("row")
+    assert matched.num_rows == trades.num_rows
     greatest = pc.max_element_wise(trades[LATENESS], matched["before"], skip_nulls=True)
+    unjudged = pc.and_(pc.fill_null(matched["found"], False), pc.is_null(matched["before"]))
+    greatest = pc.if_else(unjudged, pa.scalar(None, pa.int64()), greatest)
     return trades.set_column(trades.schema.get_field_index(LATENESS), LATENESS, greatest)
 
 

@@ -48,6 +48,7 @@ from streaming.lake.lookups import (
     ledger_watermark,
     offset_ranges,
     records_lost_so_far,
+    rows_of_trade_ids,
     silver_rows_of_records,
 )
 from streaming.lake.store import Batch, Lake
@@ -377,7 +378,8 @@ class MedallionSink:
         # on trade_id over all of silver, not only among the batch's event times.
         read_again = holds_records_of(self.lake, SILVER, trades)
         if read_again:  # a replay keeps the lateness judged live, as it keeps the too-late list
-            trades = greatest_lateness(trades, silver_rows_of_records(self.lake, trades, [*KAFKA_RECORD, LATENESS]))
+            earlier = rows_of_trade_ids(self.lake, SILVER, trades["trade_id"], ["trade_id", *KAFKA_RECORD, LATENESS])
+            trades = greatest_lateness(trades, earlier)
         run_again = self.lake.published(SILVER, this)  # after a crash, before Spark recorded the batch done
         self.lake.publish(BRONZE, bronze_rows(rows), this)
         self.lake.publish(SILVER, trades, this, narrow=not read_again)

@@ -2,11 +2,17 @@
 partial or doubled."""
 
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from streaming.lake.checkpoints import Checkpoints
 from streaming.lake.tables import BRONZE, SILVER
+from streaming.medallion.lateness import LATENESS
 from tests.support.corpus import DAY, trade
+
+
+def lateness_of(stream) -> dict[str, int]:
+    silver = stream.table(SILVER)
+    return dict(zip(silver["trade_id"], silver[LATENESS].tolist()))
 
 
 def test_replay_from_a_time_rebuilds_gold_without_partial_or_double_counts(stream, settings):
@@ -26,12 +32,15 @@ def test_replay_from_a_time_rebuilds_gold_without_partial_or_double_counts(strea
     stream.process()
     expected = {"09:00": (100.0, 0.0, 1), "09:15": (0.0, 50.0, 1), "10:00": (7.0, 0.0, 1), "10:30": (6.0, 0.0, 3)}
     stream.check_gold(expected)
+    judged_live = lateness_of(stream)
+    assert judged_live["b2"] >= settings.watermark // timedelta(microseconds=1) > judged_live["b1"]
 
     stream.restart(replay_from=replay_time)
     stream.process()
     stream.check_gold(expected)
     stream.check_table(BRONZE, rows=10)
     stream.check_table(SILVER, rows=8)
+    assert lateness_of(stream) == judged_live  # the replay keeps each trade's lateness judged live
     assert list(Checkpoints(settings.checkpoint_dir).set_aside_root.iterdir()), "old checkpoints are kept aside"
 
     # Stopped and restarted half way: the replay's checkpoints resume with the same baseline.

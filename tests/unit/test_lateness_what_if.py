@@ -203,12 +203,16 @@ def test_the_lateness_a_batch_stamps_is_the_one_derived_from_its_ledger_rows():
 
 
 def test_a_record_read_again_keeps_the_greatest_lateness_silver_had_for_it():
-    again = stamped(silver_batch([T("2026-03-02 09:00"), T("2026-03-02 09:50")]), T("2026-03-02 10:00").to_pydatetime(),
-                    None)
-    before = pa.table({"topic": ["t", "t"], "partition": pa.array([0, 0], pa.int32()), "offset": [1, 7],
-                       LATENESS: pa.array([90 * MINUTE_US, 0], pa.int64())})
+    again = stamped(silver_batch([T("2026-03-02 09:00"), T("2026-03-02 09:50"), T("2026-03-02 09:55"),
+                                  T("2026-03-02 09:58")]), T("2026-03-02 10:00").to_pydatetime(), None)
+    again = again.append_column("trade_id", pa.array(["a", "b", "c", "d"]))
+    before = pa.table({"trade_id": ["b", "x", "d"], "topic": ["t"] * 3, "partition": pa.array([0, 0, 0], pa.int32()),
+                       "offset": [1, 2, 3], LATENESS: pa.array([90 * MINUTE_US, 60 * MINUTE_US, None], pa.int64())})
 
-    assert greatest_lateness(again, before)[LATENESS].to_pylist() == [60 * MINUTE_US, 90 * MINUTE_US]
+    # a: new; b: greater before; c: another trade had its offset (a broker that gave offsets out
+    # again); d: before without a lateness, so judged from the ledger when read.
+    assert greatest_lateness(again, before)[LATENESS].to_pylist() == [60 * MINUTE_US, 90 * MINUTE_US,
+                                                                     5 * MINUTE_US, None]
 
 
 def test_a_tally_counts_as_too_late_counts_and_adds_up_over_files():
