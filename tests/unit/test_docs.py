@@ -1,6 +1,6 @@
 """The docs stay a front door: every page short enough to read at one sitting, and every link
 in them, and every `docs/<page>.md#anchor` the code and config name, pointing at a page and a
-heading that exist."""
+heading that exist; the lake's reference names every column the catalog has."""
 
 from __future__ import annotations
 
@@ -117,3 +117,21 @@ def test_slugs_follow_github():
     assert slug("Embedded broker: Apache Kafka 4.4.0") == "embedded-broker-apache-kafka-440"
     assert slug("The chart's history") == "the-charts-history"
     assert slug("/metrics") == "metrics"
+
+
+def test_the_lakes_reference_names_every_column_of_every_table():
+    from streaming.lake.tables import ALL
+
+    page = (DOCS / "lake.md").read_text()
+
+    def named(column: str, row: str) -> bool:
+        paired = re.sub(r"_(before|after)$", "_before/after", column)  # corrections' pairs, as one
+        return f"`{column}`" in row or f"`{paired}`" in row
+
+    missing = {}
+    for table in ALL:
+        rows = [line for line in page.splitlines() if line.startswith(f"| `{table.name}` |")]
+        best = max(rows, key=lambda row: sum(named(c, row) for c in table.columns), default="")
+        if absent := [c for c in table.columns if not named(c, best)]:
+            missing[table.name] = absent
+    assert missing == {}, "the table of columns in docs/lake.md lacks these"
