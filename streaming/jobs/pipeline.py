@@ -179,6 +179,7 @@ def query_status(query: StreamingQuery, restarts: int = 0, last_restart_error: s
 
 # A query that has run this long since its last restart starts counting its restarts afresh.
 HEALTHY_AFTER_S = 300.0
+WARM_UP_WAIT_S = 30.0  # how long a stop waits for the start's Python workers job (seconds on a busy machine)
 
 
 @dataclass
@@ -212,6 +213,7 @@ class Pipeline(SparkJob):
         self.restarts: dict[str, Restarts] = {}
         self._last_batches: dict[str, dict] = {}  # each query's last progress report of a batch that ran
         self._replay: ReplayPlan | None = None  # a --replay-from's part from bronze, until the query starts
+        self._warm_up: threading.Thread | None = None  # start_python_workers' job
 
     def start(self) -> None:
         if self.settings.data_is_local:
@@ -221,7 +223,7 @@ class Pipeline(SparkJob):
             self.checkpoints.remember_replay(self.settings.replay_from)
             log.info("replaying from Kafka time %s with fresh checkpoints%s", self.settings.replay_from.isoformat(),
                      f" (the old ones are kept in {moved})" if moved else "")
-        start_python_workers(self.spark)
+        self._warm_up = start_python_workers(self.spark)
         history_was_there = self.lake.open(SUMMARY_HISTORY) is not None
         self.lake.ensure_all()
         carry_over_history(self.lake, history_was_there)
@@ -323,6 +325,8 @@ class Pipeline(SparkJob):
             time.sleep(poll_s)
 
     def stop(self, grace_s: float = 10.0) -> None:
+        if self._warm_up is not None:  # a stop right after the start: Spark must not kill its workers mid-task
+            self._warm_up.join(WARM_UP_WAIT_S)
         stop_queries(self.queries, grace_s)
         for sink in self.sinks.values():
             sink.close()
