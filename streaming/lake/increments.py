@@ -23,17 +23,14 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from deltalake import DeltaTable
 
+from streaming.lake.files import STATS_SLACK, LiveFile, live_files
 from streaming.lake.locations import arrow_filesystem, is_remote, local_path
 from streaming.lake.sql import in_time_range
 from streaming.lake.store import Lake
 from streaming.lake.tables import Table
 
 T = TypeVar("T")
-# Delta keeps times in statistics to the millisecond, and delta-rs cuts a compacted file's
-# maximum down: its last row may lie up to this much after the statistic.
-STATS_SLACK = timedelta(milliseconds=1)
 WHOLE_READ = ""  # the key of the one part a table read whole has (no data file has an empty path)
 
 
@@ -67,41 +64,6 @@ class Span:
     def rows(self, kind: pa.DataType) -> pc.Expression:
         column = pc.field(self.column)
         return (column >= pa.scalar(self.start, kind)) & (column < pa.scalar(self.end, kind))
-
-
-@dataclass(frozen=True)
-class LiveFile:
-    """A data file of a version: its path as the log has it (relative, URI-encoded) and the
-    min/max statistics of one column (None where the log has none)."""
-
-    path: str
-    low: datetime | None = None
-    high: datetime | None = None
-    partition: tuple[tuple[str, object], ...] = ()  # (column, value) of each partition column
-
-
-def live_files(opened: DeltaTable, column: str | None = None) -> list[LiveFile] | None:
-    """The table's data files at its open version, with the min/max of `column`; None when its
-    files cannot be read one by one as plain Parquet (see the module's docstring)."""
-    actions = pa.table(opened.get_add_actions(flatten=True))
-    vectors = [name for name in actions.column_names if name.startswith("deletionVector")]
-    features = opened.protocol().reader_features or []
-    if any(actions[name].null_count < actions.num_rows for name in vectors) or (
-            "deletionVectors" in features and not vectors):
-        return None  # a deletion vector hides rows of its file: only delta-rs's engine applies it
-    paths = actions["path"].to_pylist()
-    if any("://" in path or path.startswith("/") for path in paths):
-        return None  # a file outside the table's directory (a shallow clone's)
-    lows = _stats(actions, f"min.{column}")
-    highs = _stats(actions, f"max.{column}")
-    partitions = [tuple(zip(opened.metadata().partition_columns, values)) for values in
-                  zip(*(actions[f"partition.{c}"].to_pylist() for c in opened.metadata().partition_columns))]
-    return [LiveFile(path, low, high, partition) for path, low, high, partition in
-            zip(paths, lows, highs, partitions or [()] * len(paths))]
-
-
-def _stats(actions: pa.Table, name: str) -> list:
-    return actions[name].to_pylist() if name in actions.column_names else [None] * actions.num_rows
 
 
 def newest(lake: Lake, table: Table, column: str) -> datetime | None:

@@ -24,7 +24,7 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
 
@@ -35,11 +35,11 @@ from deltalake.exceptions import TableNotFoundError
 from deltalake.schema import Field as DeltaField
 from deltalake.transaction import AddAction
 
-from streaming.lake import partitions, tables
+from streaming.lake import merges, partitions, tables
 from streaming.lake.files import DataFile, write_file
 from streaming.lake.locations import is_remote, local_path
-from streaming.lake.sql import key_ranges, quote
-from streaming.lake.tables import DAY, Table, Write, same_values
+from streaming.lake.sql import in_time_range, quote
+from streaming.lake.tables import DAY, Table, Write
 from streaming.rows import one_per_key
 
 log = logging.getLogger(__name__)
@@ -80,6 +80,10 @@ class _OpenTables(threading.local):
 
 
 _open_tables = _OpenTables()
+# Each table's copy open for its writers, used only under the table's lock: a micro-batch's
+# commits run on any of the writer threads, and a copy of each thread's own would be as many
+# versions behind, each replayed at the next commit.
+_writers_tables: OrderedDict[str, DeltaTable] = OrderedDict()
 
 
 class _HeldLocks(threading.local):
@@ -135,9 +139,13 @@ class Lake:
 
     # -- opening --------------------------------------------------------------------------------
     def open(self, table: Table) -> DeltaTable | None:
-        """The table at its latest version, or None if it does not exist yet."""
+        """The table at its latest version, or None if it does not exist yet. Whoever holds the
+        table's lock opens its one writers' copy, which the other writers' commits keep close
+        to the latest; anyone else, their thread's own."""
         location = self.location(table)
-        opened = _open_tables.tables.pop(location, None)
+        held = location in _held.locations
+        kept = _writers_tables if held else _open_tables.tables
+        opened = kept.pop(location, None)
         if opened is not None and not self._no_newer_commit(location, opened):
             try:
                 opened.update_incremental()
@@ -150,9 +158,9 @@ class Lake:
                 opened = DeltaTable(location, storage_options=self.storage_options)
             except TableNotFoundError:
                 return None
-        _open_tables.tables[location] = opened
-        while len(_open_tables.tables) > _open_tables.limit:
-            _open_tables.tables.popitem(last=False)
+        kept[location] = opened
+        while len(kept) > _open_tables.limit:
+            kept.popitem(last=False)
         return opened
 
     def ensure(self, table: Table) -> None:
@@ -251,6 +259,14 @@ class Lake:
         names = list(columns) if columns is not None else table.columns
         return pa.Table.from_batches(list(self.scan(table, names, where, version)), table.schema_of(names))
 
+    def key_range(self, table: Table, low: datetime, high: datetime) -> pa.Table:
+        """The rows whose key (a time) lies in [low, high]. A table merged by rewrite is read
+        from the files that may hold them, as plain Parquet: no SQL plan (merges.py)."""
+        opened = self.open(table) if merges.can_rewrite(table) else None
+        rows = None if opened is None else merges.key_range(table, self.location(table), self.storage_options,
+                                                            opened, low, high)
+        return rows if rows is not None else self.read(table, where=in_time_range(table.keys[0], low, high))
+
     # -- writing --------------------------------------------------------------------------------
     def _lock(self, table: Table) -> contextlib.AbstractContextManager:
         location = self.location(table)
@@ -262,7 +278,7 @@ class Lake:
     @contextlib.contextmanager
     def writing(self, *some: Table) -> Iterator[None]:
         """Hold these tables' locks (in catalog order, so two writers never wait on each other)."""
-        ordered = sorted(set(some), key=tables.ALL.index)
+        ordered = sorted(set(some), key=lambda t: (tables.ALL.index(t) if t in tables.ALL else len(tables.ALL), t.name))
         with contextlib.ExitStack() as stack:
             for table in ordered:
                 stack.enter_context(self._lock(table))
@@ -310,7 +326,7 @@ class Lake:
         rows = one_per_key(table.stored_rows(rows), table.keys,
                            keep="last" if write in (Write.UPSERT, Write.ADD) else "first")
         commit = CommitProperties(app_transactions=[Transaction(app_id=batch.app_id(table), version=int(batch.id))])
-        with self._lock(table):
+        with self.writing(table):
             if self.published(table, batch):
                 log.info("skipping %s batch %d of %s: already committed", table.name, batch.id, batch.writer)
                 return False
@@ -321,7 +337,9 @@ class Lake:
                 may_remove = write in (Write.UPSERT, Write.ADD) or (table.replace_when is not None and not narrow)
                 with (partitions.rewriting(self.location(table))
                       if partitions.must_wait_for_roll(table, rows, may_remove) else contextlib.nullcontext()):
-                    self._merge(table, opened, rows, commit, write, narrow)
+                    if not (write in (Write.UPSERT, Write.ADD) and merges.can_rewrite(table) and merges.rewrite_merge(
+                            table, self.location(table), self.storage_options, opened, rows, commit, write)):
+                        merges.engine_merge(table, opened, rows, commit, write, narrow)
             if table.compact_every:
                 self._compact_now_and_then(table)
         return True
@@ -344,7 +362,7 @@ class Lake:
             return False
         commit = CommitProperties(app_transactions=[Transaction(app_id=batch.app_id(table), version=int(batch.id))])
         added_at = int(time.time() * 1000)
-        with self._lock(table):
+        with self.writing(table):
             if self.published(table, batch):
                 log.info("skipping %s batch %d of %s: already committed", table.name, batch.id, batch.writer)
                 return False
@@ -371,26 +389,6 @@ class Lake:
         write_deltalake(opened if opened is not None else location, rows, mode="append", commit_properties=commit,
                         partition_by=list(table.partition_by) or None,
                         storage_options=None if opened is not None else self.storage_options)
-
-    @staticmethod
-    def _merge(table: Table, opened: DeltaTable, rows: pa.Table, commit: CommitProperties, write: Write,
-               narrow: bool) -> None:
-        matched_on = [*table.keys, *(table.narrow_on if narrow else ())]
-        merge = opened.merge(
-            rows,
-            predicate=" AND ".join([same_values(tuple(matched_on)), *key_ranges(rows, matched_on)]),
-            source_alias="s",
-            target_alias="t",
-            commit_properties=commit,
-        )
-        if write in (Write.UPSERT, Write.ADD) or table.replace_when:
-            updates = {quote(c): f"s.{quote(c)}" for c in rows.column_names if c not in table.keys}
-            if write is Write.ADD:
-                updates.update({quote(c): f"t.{quote(c)} + s.{quote(c)}" for c in table.sums})
-            updates.update({quote(c): f"t.{quote(c)} + 1" for c in table.bump})
-            merge = merge.when_matched_update(updates, predicate=table.replace_when if write is Write.FIRST_COPY_WINS
-                                              else None)
-        merge.when_not_matched_insert_all().execute()
 
     def _compact_now_and_then(self, table: Table) -> None:
         partitions.compact_now_and_then(table, self.location(table), lambda: self.open(table))

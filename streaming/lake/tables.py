@@ -81,6 +81,9 @@ class Table:
     # Partitioned by DAY, the UTC date of this time column: stored beside `schema`'s columns,
     # added by the lake as rows are written, read by those who ask for it.
     day_of: str | None = None
+    # A small table keyed by one column: its MERGEs rewrite the few files their keys fall in,
+    # without delta-rs's engine (merges.py).
+    merge_by_rewrite: bool = False
 
     @property
     def columns(self) -> list[str]:
@@ -166,7 +169,7 @@ GOLD = Table(
         ("revision", pa.int64()), ("updated_at", UTC_TIME), ("batch_id", pa.int64()),
     ]),
     keys=("window_start",), write=Write.UPSERT, bump=("revision",), compact_every=COMPACT_EVERY,
-    sums=("buy_amount", "sell_amount", "settlement_amount", "trade_count"),
+    sums=("buy_amount", "sell_amount", "settlement_amount", "trade_count"), merge_by_rewrite=True,
 )
 
 CORRECTIONS = Table(

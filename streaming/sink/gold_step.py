@@ -140,8 +140,8 @@ class GoldStep:
             return
         now = datetime.now(timezone.utc)
         with self.phases.timed("gold_read"):
-            current = rows_between(self.lake, GOLD, "window_start", pc.min(sums["window_start"]).as_py(),
-                                   pc.max(sums["window_start"]).as_py()).to_pandas()
+            current = self.lake.key_range(GOLD, pc.min(sums["window_start"]).as_py(),
+                                          pc.max(sums["window_start"]).as_py()).to_pandas()
         after = sums.to_pandas() if write is Write.UPSERT else added(current, sums.to_pandas())
         judged = judged_watermark(ledger)
         # The windows the chart showed complete are those up to the front (watermark + delay):
