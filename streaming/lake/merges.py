@@ -7,7 +7,9 @@ chart. Rewriting does what that MERGE does, under the table's lock: the files wh
 may hold a key of the rows are read whole, the rows folded into theirs by the table's policy
 (`merged`, the MERGE's own rule, held to it by tests/unit/test_lake_merges.py), and written as
 one new file that replaces them in one commit, which records the batch as any write does.
-A table whose files a plain Parquet read would get wrong (deletion vectors) takes the engine.
+A table whose files a plain Parquet read would get wrong (deletion vectors, column mapping,
+...: `plain_table`) takes the engine. Steps that `Lake.at_once` runs in parallel write different
+tables: the writers' one open copy of a table is used by one thread at a time.
 """
 
 from __future__ import annotations
@@ -72,10 +74,10 @@ def merged(target: pa.Table, source: pa.Table, table: Table, write: Write) -> pa
             columns[name] = joined[name]
             continue
         was, new = joined[f"{name}__t"], joined[f"{name}__s"]
-        if write is Write.ADD and name in table.sums:
-            new = pc.if_else(both, pc.add(was, new), new)
-        elif name in table.bump:
+        if name in table.bump:  # before sums, as in engine_merge's updates
             new = pc.if_else(both, pc.add(was, pa.scalar(1, was.type)), new)
+        elif write is Write.ADD and name in table.sums:
+            new = pc.if_else(both, pc.add(was, new), new)
         columns[name] = pc.if_else(in_source, new, was)
     result = pa.table(columns).cast(table.stored_schema)
     return result.sort_by([(key, "ascending") for key in keys])
@@ -84,6 +86,20 @@ def merged(target: pa.Table, source: pa.Table, table: Table, write: Write) -> pa
 def _touched(files: list[LiveFile], low, high) -> list[LiveFile]:
     """The files whose statistics may hold a key in [low, high] (a bound not stated: any)."""
     return [f for f in files if (f.low is None or f.low <= high) and (f.high is None or f.high + STATS_SLACK >= low)]
+
+
+def plain_table(opened: DeltaTable, table: Table) -> bool:
+    """Whether the open table is one whose rows a plain Parquet read and an add-and-remove
+    commit handle as Delta does: no column mapping, change data feed, constraints, generated
+    or identity columns (writer versions above 2, or table features), append-only flag, nor
+    columns the catalog lacks."""
+    protocol, configuration = opened.protocol(), opened.metadata().configuration
+    return (protocol.min_reader_version == 1 and protocol.min_writer_version <= 2
+            and not protocol.reader_features and not protocol.writer_features
+            and configuration.get("delta.columnMapping.mode", "none") == "none"
+            and configuration.get("delta.enableChangeDataFeed", "false") != "true"
+            and configuration.get("delta.appendOnly", "false") != "true"
+            and opened.schema().to_arrow().names == table.stored_schema.names)
 
 
 def can_rewrite(table: Table) -> bool:
@@ -95,7 +111,7 @@ def files_holding(table: Table, location: str, storage_options: Mapping[str, str
                   low, high) -> tuple[list[LiveFile], pa.Table] | None:
     """The table's files whose statistics may hold a key in [low, high], and all their rows,
     read as plain Parquet; None when its files cannot be read so."""
-    files = live_files(opened, table.keys[0])
+    files = live_files(opened, table.keys[0]) if plain_table(opened, table) else None
     if files is None:
         return None
     touched = _touched(files, low, high) if isinstance(low, datetime) else files

@@ -95,6 +95,7 @@ class _HeldLocks(threading.local):
 
 
 _held = _HeldLocks()
+_CATALOG_ORDER = {table.name: index for index, table in enumerate(tables.ALL)}  # locks are taken in this order
 
 
 @functools.cache
@@ -278,7 +279,7 @@ class Lake:
     @contextlib.contextmanager
     def writing(self, *some: Table) -> Iterator[None]:
         """Hold these tables' locks (in catalog order, so two writers never wait on each other)."""
-        ordered = sorted(set(some), key=lambda t: (tables.ALL.index(t) if t in tables.ALL else len(tables.ALL), t.name))
+        ordered = sorted(set(some), key=lambda t: (_CATALOG_ORDER.get(t.name, len(_CATALOG_ORDER)), t.name))
         with contextlib.ExitStack() as stack:
             for table in ordered:
                 stack.enter_context(self._lock(table))

@@ -66,8 +66,9 @@ def test_a_batch_merged_by_rewrite_is_recorded_once(tmp_path):
     assert not lake.publish(GOLD, gold_rows(sums({1: (2.5, 2)}), 1, now), Batch("app", 1), write=Write.ADD)
     assert [(r["buy_amount"], r["trade_count"], r["revision"], r["batch_id"]) for r in gold_of(lake)] == [
         (10.0, 1, 1, 0), (7.5, 3, 2, 1), (1.0, 1, 1, 1)]
-    # One live file: each rewrite replaced the file it read.
+    # One live file: each rewrite replaced the file it read, in a commit of its own kind.
     assert len(DeltaTable(lake.location(GOLD)).file_uris()) == 1
+    assert DeltaTable(lake.location(GOLD)).history(1)[0]["operation"] != "MERGE"
 
 
 def test_a_key_range_reads_the_rows_sql_reads(tmp_path):
@@ -93,6 +94,25 @@ def test_a_table_whose_files_cannot_be_read_as_plain_parquet_is_merged_by_the_en
     assert [(r["buy_amount"], r["revision"]) for r in gold_of(lake)] == [(11.0, 2), (1.0, 1)]
     assert DeltaTable(lake.location(GOLD)).history(1)[0]["operation"] == "MERGE"
     assert lake.key_range(GOLD, START, START + WINDOW).num_rows == 2
+
+
+@pytest.mark.parametrize("setting", [{"delta.enableChangeDataFeed": "true"}, {"delta.appendOnly": "true"}])
+def test_a_gold_table_altered_to_a_feature_a_plain_rewrite_would_miss_is_merged_by_the_engine(tmp_path, setting):
+    lake = Lake(tmp_path)
+    now = datetime(2026, 3, 3, tzinfo=timezone.utc)
+    lake.publish(GOLD, gold_rows(sums({0: (10.0, 1)}), 0, now), Batch("app", 0), write=Write.ADD)
+    DeltaTable(lake.location(GOLD)).alter.set_table_properties(setting)
+    assert not merges.plain_table(DeltaTable(lake.location(GOLD)), GOLD)
+    if "delta.appendOnly" in setting:
+        return  # the engine refuses to change a row too: nothing to compare
+    lake.publish(GOLD, gold_rows(sums({0: (1.0, 1), 1: (1.0, 1)}), 1, now), Batch("app", 1), write=Write.ADD)
+    assert [(r["buy_amount"], r["revision"]) for r in gold_of(lake)] == [(11.0, 2), (1.0, 1)]
+    assert DeltaTable(lake.location(GOLD)).history(1)[0]["operation"] == "MERGE"
+
+
+def test_a_table_outside_the_catalog_takes_the_locks_in_the_order_of_the_catalog_table_at_its_location():
+    from streaming.lake import store
+    assert store._CATALOG_ORDER[BY_ENGINE.name] == store._CATALOG_ORDER[GOLD.name]
 
 
 @pytest.mark.parametrize("write", [Write.ADD, Write.UPSERT])
