@@ -2,7 +2,7 @@
 the table's location and hands back its description (`DataFile`); the driver commits the
 files of a micro-batch in one Delta transaction (`Lake.commit_files`). Until then no reader
 sees them, so a crash in between leaves only unreferenced files, which the writer's vacuum
-removes once they are older than the table's history (store.Lake._compact_now_and_then).
+removes once they are older than the table's history (partitions.compact_now_and_then).
 
 The statistics are Delta's (numRecords, minValues, maxValues, nullCount): readers and MERGEs
 skip files by them, by offset and event time above all.
@@ -17,13 +17,15 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Mapping
+from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
-from streaming.lake.locations import arrow_filesystem, is_remote
+from streaming.lake.locations import arrow_filesystem, is_remote, local_path
 
 # Strings longer than this get no min/max (a truncated max would be wrong, and ids gain nothing).
 MAX_STAT_STRING = 32
@@ -135,6 +137,21 @@ def live_files(opened: DeltaTable, column: str | None = None) -> list[LiveFile] 
                   zip(*(actions[f"partition.{c}"].to_pylist() for c in opened.metadata().partition_columns))]
     return [LiveFile(path, low, high, partition) for path, low, high, partition in
             zip(paths, lows, highs, partitions or [()] * len(paths))]
+
+
+def files_root(location: str, storage_options: Mapping[str, str] | None) -> tuple[pafs.FileSystem, str]:
+    """Where a table's live files are read: (pyarrow file system, what goes before a file's
+    path as the log has it): a local table's directory, or nothing for deltalake's object
+    store, rooted at the table."""
+    filesystem, _ = arrow_filesystem(location, storage_options)
+    return filesystem, "" if is_remote(location) else str(local_path(location).resolve()).rstrip("/") + "/"
+
+
+def read_live_file(root: tuple[pafs.FileSystem, str], path: str, schema: pa.Schema, **options) -> pa.Table:
+    """A live file's rows as plain Parquet (`files_root`, its path as the log has it: URI-encoded)
+    in `schema`: a column the file lacks (added since it was written) reads as nulls."""
+    filesystem, prefix = root
+    return pq.read_table(prefix + unquote(path), filesystem=filesystem, schema=schema, **options)
 
 
 def _stats(actions: pa.Table, name: str) -> list:

@@ -18,14 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from typing import Callable, Generic, Sequence, TypeVar, cast
-from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-from streaming.lake.files import STATS_SLACK, LiveFile, live_files
-from streaming.lake.locations import arrow_filesystem, is_remote, local_path
+from streaming.lake.files import STATS_SLACK, LiveFile, files_root, live_files, read_live_file
 from streaming.lake.sql import in_time_range
 from streaming.lake.store import Lake
 from streaming.lake.tables import Table
@@ -90,7 +87,7 @@ class FileIncrements(Generic[T]):
         self.version: int | None = None
         self.table_id: str | None = None
         self.files_read = self.whole_reads = 0  # counters, for the tests and the benchmark
-        self._filesystem: tuple | None = None
+        self._root: tuple | None = None  # files.files_root, made once
 
     def refresh(self) -> bool:
         """Follow the table to its latest version; True when `parts` changed."""
@@ -139,30 +136,19 @@ class FileIncrements(Generic[T]):
 
     def _read_file(self, file: LiveFile) -> pa.Table:
         self.files_read += 1
-        filesystem, prefix = self._files()  # the log URI-encodes paths: unquoted below
         span = self.span if self.span is not None and not self.span.holds(file.low, file.high) else None
         partition = dict(file.partition)
         wanted = self.read_schema if span is not None else self.table.schema_of(self.columns)
         in_file = pa.schema([f for f in wanted if f.name not in partition])
-        # The table's schema: a column the file lacks (added since it was written) reads as nulls.
-        rows = pq.read_table(prefix + unquote(file.path), filesystem=filesystem, schema=in_file,
-                             columns=in_file.names,
-                             filters=None if span is None else span.rows(in_file.field(span.column).type))
+        if self._root is None:
+            self._root = files_root(self.lake.location(self.table), self.lake.storage_options)
+        rows = read_live_file(self._root, file.path, in_file, columns=in_file.names,
+                              filters=None if span is None else span.rows(in_file.field(span.column).type))
         for name in wanted.names:
             if name in partition:
                 field = wanted.field(name)
                 rows = rows.append_column(field, pa.repeat(pa.scalar(partition[name], field.type), rows.num_rows))
         return rows.select(self.columns)
-
-    def _files(self) -> tuple:
-        """(pyarrow file system, what goes before a file's path in it), made once: a local
-        table's directory, or nothing for deltalake's object store, rooted at the table."""
-        if self._filesystem is None:
-            location = self.lake.location(self.table)
-            filesystem, _ = arrow_filesystem(location, self.lake.storage_options)
-            prefix = "" if is_remote(location) else str(local_path(location).resolve()).rstrip("/") + "/"
-            self._filesystem = (filesystem, prefix)
-        return self._filesystem
 
 
 def _as_read(rows: pa.Table) -> pa.Table:

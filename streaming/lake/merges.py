@@ -14,19 +14,19 @@ tables: the writers' one open copy of a table is used by one thread at a time.
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import OrderedDict
 from datetime import datetime
 from typing import Mapping
 from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable
 from deltalake.transaction import AddAction, RemoveAction
 
-from streaming.lake.files import STATS_SLACK, LiveFile, live_files, write_file
-from streaming.lake.locations import arrow_filesystem, is_remote, local_path
+from streaming.lake.files import STATS_SLACK, LiveFile, files_root, live_files, read_live_file, write_file
 from streaming.lake.sql import key_ranges, quote
 from streaming.lake.tables import Table, Write, same_values
 
@@ -83,6 +83,30 @@ def merged(target: pa.Table, source: pa.Table, table: Table, write: Write) -> pa
     return result.sort_by([(key, "ascending") for key in keys])
 
 
+# The rows of the files a rewrite wrote last, by (location, path): a data file never changes,
+# and the next batch reads the file the last one wrote twice (Lake.key_range, then the rewrite).
+_known_rows: OrderedDict[tuple[str, str], pa.Table] = OrderedDict()
+_known_guard = threading.Lock()
+KNOWN_FILES = 4
+
+
+def _remember(location: str, path: str, rows: pa.Table) -> None:
+    with _known_guard:
+        _known_rows[(location, unquote(path))] = rows
+        while len(_known_rows) > KNOWN_FILES:
+            _known_rows.popitem(last=False)
+
+
+def _rows_of(location: str, storage_options: Mapping[str, str] | None, path: str, schema: pa.Schema) -> pa.Table:
+    with _known_guard:
+        rows = _known_rows.get((location, unquote(path)))
+    if rows is not None and rows.schema.equals(schema):
+        return rows
+    rows = read_live_file(files_root(location, storage_options), path, schema)
+    _remember(location, path, rows)
+    return rows
+
+
 def _touched(files: list[LiveFile], low, high) -> list[LiveFile]:
     """The files whose statistics may hold a key in [low, high] (a bound not stated: any)."""
     return [f for f in files if (f.low is None or f.low <= high) and (f.high is None or f.high + STATS_SLACK >= low)]
@@ -115,11 +139,9 @@ def files_holding(table: Table, location: str, storage_options: Mapping[str, str
     if files is None:
         return None
     touched = _touched(files, low, high) if isinstance(low, datetime) else files
-    filesystem, _ = arrow_filesystem(location, storage_options)
-    prefix = "" if is_remote(location) else str(local_path(location).resolve()).rstrip("/") + "/"
     schema = table.stored_schema
-    rows = pa.concat_tables([pq.read_table(prefix + unquote(f.path), filesystem=filesystem, schema=schema)
-                             for f in touched]) if touched else schema.empty_table()
+    rows = pa.concat_tables([_rows_of(location, storage_options, f.path, schema) for f in touched]
+                            ) if touched else schema.empty_table()
     return touched, rows
 
 
@@ -147,7 +169,9 @@ def rewrite_merge(table: Table, location: str, storage_options: Mapping[str, str
     if held is None:
         return False
     touched, target = held
-    written = write_file(location, merged(target, rows, table, write), storage_options)
+    result = merged(target, rows, table, write)
+    written = write_file(location, result, storage_options)
+    _remember(location, written.path, result.cast(table.stored_schema))
     now_ms = int(time.time() * 1000)
     opened.create_write_transaction(
         [AddAction(written.path, written.size, {}, now_ms, True, written.stats),

@@ -100,7 +100,7 @@ _CATALOG_ORDER = {table.name: index for index, table in enumerate(tables.ALL)}  
 
 @functools.cache
 def _writers() -> concurrent.futures.ThreadPoolExecutor:
-    return concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="lake-writer")
+    return concurrent.futures.ThreadPoolExecutor(max_workers=6, thread_name_prefix="lake-writer")
 # One lock per table location in this process, whichever Lake object writes it: two MERGEs
 # into one Delta table at once would conflict.
 _locks: dict[str, threading.RLock] = {}
@@ -209,6 +209,9 @@ class Lake:
         _open_tables.pinned[location] = pinned
         return pinned
 
+    def _opened(self, table: Table, version: int | None) -> DeltaTable | None:
+        return self.open(table) if version is None else self.open_version(table, version)
+
     @staticmethod
     def _no_newer_commit(location: str, opened: DeltaTable) -> bool:
         """True when a local table has no commit after the open version: each Delta commit is
@@ -233,7 +236,7 @@ class Lake:
         table (or that version) does not exist. Unlike a pyarrow dataset, it makes no fragment
         per file first, which dominates a filtered read of a table that gains a file per
         micro-batch (docs/lake.md#reads)."""
-        opened = self.open(table) if version is None else self.open_version(table, version)
+        opened = self._opened(table, version)
         if opened is None:
             return None
         return plain_strings(pa.table(QueryBuilder().register("t", opened).execute(sql).read_all()))
@@ -245,7 +248,7 @@ class Lake:
         not exist (yet). A pass over a large table that keeps only what it derives holds one
         batch at a time."""
         names = list(columns) if columns is not None else table.columns
-        opened = self.open(table) if version is None else self.open_version(table, version)
+        opened = self._opened(table, version)
         if opened is None:
             return
         sql = f"SELECT {', '.join(quote(c) for c in names)} FROM t" + (f" WHERE {where}" if where else "")
@@ -260,13 +263,14 @@ class Lake:
         names = list(columns) if columns is not None else table.columns
         return pa.Table.from_batches(list(self.scan(table, names, where, version)), table.schema_of(names))
 
-    def key_range(self, table: Table, low: datetime, high: datetime) -> pa.Table:
-        """The rows whose key (a time) lies in [low, high]. A table merged by rewrite is read
-        from the files that may hold them, as plain Parquet: no SQL plan (merges.py)."""
-        opened = self.open(table) if merges.can_rewrite(table) else None
+    def key_range(self, table: Table, low: datetime, high: datetime, version: int | None = None) -> pa.Table:
+        """The rows whose key (a time) lies in [low, high], at `version` or the latest. A table
+        merged by rewrite is read from the files that may hold them, as plain Parquet (merges.py)."""
+        opened = self._opened(table, version) if merges.can_rewrite(table) else None
         rows = None if opened is None else merges.key_range(table, self.location(table), self.storage_options,
                                                             opened, low, high)
-        return rows if rows is not None else self.read(table, where=in_time_range(table.keys[0], low, high))
+        return rows if rows is not None else self.read(table, where=in_time_range(table.keys[0], low, high),
+                                                       version=version)
 
     # -- writing --------------------------------------------------------------------------------
     def _lock(self, table: Table) -> contextlib.AbstractContextManager:
@@ -342,7 +346,7 @@ class Lake:
                             table, self.location(table), self.storage_options, opened, rows, commit, write)):
                         merges.engine_merge(table, opened, rows, commit, write, narrow)
             if table.compact_every:
-                self._compact_now_and_then(table)
+                partitions.compact_now_and_then(table, self.location(table), lambda: self.open(table))
         return True
 
     def write_files(self, table: Table, rows: pa.Table) -> list[DataFile]:
@@ -374,7 +378,7 @@ class Lake:
                 [AddAction(f.path, f.size, f.partition_values, added_at, True, f.stats) for f in files],
                 mode="append", schema=table.stored_schema, commit_properties=commit)
             if table.compact_every:
-                self._compact_now_and_then(table)
+                partitions.compact_now_and_then(table, self.location(table), lambda: self.open(table))
         return True
 
     @staticmethod
@@ -390,9 +394,6 @@ class Lake:
         write_deltalake(opened if opened is not None else location, rows, mode="append", commit_properties=commit,
                         partition_by=list(table.partition_by) or None,
                         storage_options=None if opened is not None else self.storage_options)
-
-    def _compact_now_and_then(self, table: Table) -> None:
-        partitions.compact_now_and_then(table, self.location(table), lambda: self.open(table))
 
     def roll_closed_days(self, table: Table, today: date | None = None) -> list[date]:
         """Rewrite the closed days' files into large ones now (partitions.py); the days rolled."""
