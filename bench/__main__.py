@@ -33,7 +33,7 @@ from bench.command_line import (
     tool_parser,
 )
 from streaming.config import Settings, duration_text
-from streaming.run.argument_types import duration_argument
+from streaming.run.argument_types import trigger_argument
 
 log = logging.getLogger("bench")
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -54,9 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
         ("--rate", float, 1_000, "trades/s for freshness"),
         ("--freshness-seconds", float, 180, "how long to produce for freshness"),
     )
-    parser.add_argument("--trigger", type=duration_argument, default=Settings.trigger, metavar="INTERVAL",
-                        help="the pipeline's trigger while measuring freshness, e.g. '500 milliseconds' "
-                             f"(default: the pipeline's own, '{duration_text(Settings.trigger)}')")
+    parser.add_argument("--trigger", type=trigger_argument, default=Settings.trigger, metavar="INTERVAL",
+                        help="the pipeline's trigger while measuring freshness, e.g. '500 milliseconds', or 0 "
+                             f"(back to back; default: the pipeline's own, '{duration_text(Settings.trigger)}')")
     add_numbers(parser, ("--callback-runs", int, 200, "dashboard refreshes"),
                 ("--idle-settle-seconds", float, 60, "seconds the idle app settles before it is measured"),
                 ("--idle-seconds", float, 30, "seconds the idle app is measured; 0: not measured"))

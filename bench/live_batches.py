@@ -25,7 +25,7 @@ from bench.load import BENCH_DAY, PARTITIONS, free_port, kafka_config, new_produ
 from bench.phases import FRESH_RETENTION_MS, phase, run_freshness
 from bench.results import Results
 from bench.sampling import MemorySampler
-from streaming.config import Settings, parse_duration
+from streaming.config import Settings, parse_trigger
 from streaming.kafka.admin import ensure_topic, wait_until_reachable
 from streaming.kafka.broker import EmbeddedBroker
 from streaming.simulation.market import SYMBOLS, make_trade, market_open_on
@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench.live_batches", description=__doc__.split("\n\n")[1])
     add_numbers(parser, ("--rate", float, 1_000, "trades/s produced"),
                 ("--seconds", float, 60, "seconds of producing, measured"))
-    parser.add_argument("--trigger", type=parse_duration, default=Settings.trigger, metavar="INTERVAL",
+    parser.add_argument("--trigger", type=parse_trigger, default=Settings.trigger, metavar="INTERVAL",
                         help="the pipeline's trigger (default: 500 milliseconds)")
     parser.add_argument("--idle", action="store_true",
                         help="also the app idle: `run.py --no-producer --no-dashboard`, its cores over 30 s after 60")

@@ -38,6 +38,15 @@ def parse_duration(text: str) -> timedelta:
     return timedelta(milliseconds=int(milliseconds))
 
 
+BACK_TO_BACK = re.compile(r"^\s*0+(?:\.0+)?\s*(?:(?:millisecond|second|minute|hour|day|ms|s|m|h|d)s?)?\s*$",
+                          re.IGNORECASE)
+
+
+def parse_trigger(text: str) -> timedelta:
+    """A micro-batch interval (parse_duration), or 0 ('0', '0 seconds'): batches back to back."""
+    return timedelta(0) if BACK_TO_BACK.match(str(text)) else parse_duration(text)
+
+
 def format_duration(delta: timedelta) -> str:
     """timedelta -> the interval string Spark expects ('900 seconds', '250 milliseconds')."""
     milliseconds = round(delta.total_seconds() * 1000)

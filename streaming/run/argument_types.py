@@ -6,7 +6,7 @@ import argparse
 from datetime import timedelta
 from typing import Callable
 
-from streaming.config import MAX_RATE, MIN_RATE, parse_duration
+from streaming.config import MAX_RATE, MIN_RATE, parse_duration, parse_trigger
 
 
 def _whole_number(minimum: int) -> Callable[[str], int]:
@@ -87,6 +87,7 @@ def argtype(parse):
 
 
 duration_argument = argtype(parse_duration)
+trigger_argument = argtype(parse_trigger)
 
 
 def duration_or_off(text: str) -> timedelta | str:

@@ -32,6 +32,7 @@ from streaming.run.argument_types import (
     rate,
     share,
     spark_conf_pair,
+    trigger_argument,
     true_or_false,
 )
 from streaming.run.users import ROLES
@@ -231,8 +232,10 @@ def build_users_parser() -> argparse.ArgumentParser:
 def _add_streaming_arguments(stream) -> None:
     _add_duration(stream, "--window", "tumbling window length", Settings.window)
     _add_duration(stream, "--watermark", "how late a trade may arrive and still count", Settings.watermark)
-    _add_duration(stream, "--trigger", "micro-batch interval, e.g. '2 seconds' or '500 milliseconds'",
-                  Settings.trigger)
+    stream.add_argument("--trigger", type=trigger_argument, default=Settings.trigger, metavar="DURATION",
+                        help="micro-batch interval, e.g. '2 seconds' or '500 milliseconds'; 0: batches back to "
+                             "back, and with nothing new a look every 500 ms "
+                             f"(default: '{duration_text(Settings.trigger)}')")
     _add_duration(stream, "--max-event-time-jump",
                   "quarantine a trade whose event time is more than this ahead of the latest event time seen and "
                   "of its Kafka timestamp, instead of letting it move the watermark", Settings.max_event_time_jump)

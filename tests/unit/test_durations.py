@@ -52,6 +52,20 @@ def test_a_sub_second_trigger_is_kept():
     assert format_duration(settings.trigger) == "250 milliseconds"
 
 
+@pytest.mark.parametrize("text", ["0", "0 seconds", "0s", "0 milliseconds"])
+def test_a_trigger_of_0_runs_batches_back_to_back_and_spark_gets_0_seconds(text):
+    settings = parse_settings(["--trigger", text])
+    assert settings.trigger == timedelta(0) and format_duration(settings.trigger) == "0 seconds"
+
+
+@pytest.mark.parametrize("text", ["-1 seconds", "0.5 milliseconds", "soon"])
+def test_a_trigger_that_is_no_interval_is_a_usage_error(text):
+    with pytest.raises(UsageError, match="--trigger"):
+        parse_settings(["--trigger", text])
+    with pytest.raises(ValueError):
+        parse_duration("0")  # other durations are positive
+
+
 def test_windows_close_after_a_quiet_15_minutes_with_the_embedded_broker_and_never_with_another_kafka():
     assert parse_settings([]).close_idle_after == timedelta(minutes=15)
     assert parse_settings(["--bootstrap-servers", "kafka:9092"]).close_idle_after is None
