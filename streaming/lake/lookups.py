@@ -19,7 +19,7 @@ from streaming.lake.sql import (
     quote,
     sql_literal,
 )
-from streaming.lake.store import Batch, Lake
+from streaming.lake.store import Lake
 from streaming.lake.tables import BATCH_WATERMARKS, BRONZE, SILVER, Table
 
 # Past this many ids, one pass over the table beats a long IN list.
@@ -44,30 +44,6 @@ def rows_between(lake: Lake, table: Table, column: str, low: datetime, high: dat
     if before is not None:
         where += f" AND ({before_offsets(before)})"
     return lake.read(table, columns, where)
-
-
-def version_before(lake: Lake, table: Table, batch: Batch) -> int | None:
-    """The table's version just before the commit that recorded this batch; None if no commit
-    did, or the log no longer reaches back to it. A writer's batch ids only grow, so a version
-    holds the batch if and only if every later one does: a binary search, on a batch run again."""
-    opened = lake.open(table)
-    app_id = batch.app_id(table)
-
-    def holds(version: int) -> bool:
-        at = lake.open_version(table, version)
-        done = at.transaction_version(app_id) if at is not None else None
-        return done is not None and done >= batch.id
-
-    if opened is None or not holds(opened.version()):
-        return None
-    low, high = -1, opened.version()  # high holds the batch; low (a version, or before the first) does not
-    while high - low > 1:
-        middle = (low + high) // 2
-        if holds(middle):
-            high = middle
-        else:
-            low = middle
-    return low if low >= 0 and lake.open_version(table, low) is not None else None
 
 
 def rows_written_by(lake: Lake, table: Table, query_id: str, columns: Sequence[str] | None = None) -> pa.Table:

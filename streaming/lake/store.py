@@ -100,7 +100,7 @@ _CATALOG_ORDER = {table.name: index for index, table in enumerate(tables.ALL)}  
 
 @functools.cache
 def _writers() -> concurrent.futures.ThreadPoolExecutor:
-    return concurrent.futures.ThreadPoolExecutor(max_workers=6, thread_name_prefix="lake-writer")
+    return concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="lake-writer")
 # One lock per table location in this process, whichever Lake object writes it: two MERGEs
 # into one Delta table at once would conflict.
 _locks: dict[str, threading.RLock] = {}
@@ -263,14 +263,13 @@ class Lake:
         names = list(columns) if columns is not None else table.columns
         return pa.Table.from_batches(list(self.scan(table, names, where, version)), table.schema_of(names))
 
-    def key_range(self, table: Table, low: datetime, high: datetime, version: int | None = None) -> pa.Table:
-        """The rows whose key (a time) lies in [low, high], at `version` or the latest. A table
-        merged by rewrite is read from the files that may hold them, as plain Parquet (merges.py)."""
-        opened = self._opened(table, version) if merges.can_rewrite(table) else None
+    def key_range(self, table: Table, low: datetime, high: datetime) -> pa.Table:
+        """The rows whose key (a time) lies in [low, high]. A table merged by rewrite is read
+        from the files that may hold them, as plain Parquet: no SQL plan (merges.py)."""
+        opened = self.open(table) if merges.can_rewrite(table) else None
         rows = None if opened is None else merges.key_range(table, self.location(table), self.storage_options,
                                                             opened, low, high)
-        return rows if rows is not None else self.read(table, where=in_time_range(table.keys[0], low, high),
-                                                       version=version)
+        return rows if rows is not None else self.read(table, where=in_time_range(table.keys[0], low, high))
 
     # -- writing --------------------------------------------------------------------------------
     def _lock(self, table: Table) -> contextlib.AbstractContextManager:

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timezone
-from typing import Sequence
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from streaming.config import Settings
-from streaming.lake.lookups import rows_between, version_before
+from streaming.lake.lookups import rows_between
 from streaming.lake.store import Batch, Lake
 from streaming.lake.tables import (
     BATCH_WATERMARKS,
@@ -140,40 +139,25 @@ class GoldStep:
         if sums.num_rows == 0:
             return
         now = datetime.now(timezone.utc)
-        low, high = pc.min(sums["window_start"]).as_py(), pc.max(sums["window_start"]).as_py()
         with self.phases.timed("gold_read"):
-            # A batch run again after a crash may find its own gold commit in: gold as it stood
-            # before it, as the first run saw it, and that commit's time for the changes.
-            before = version_before(self.lake, GOLD, batch) if self.lake.published(GOLD, batch) else None
-            current = self.lake.key_range(GOLD, low, high, version=before).to_pandas()
-            if before is not None:
-                own = self.lake.key_range(GOLD, low, high, version=before + 1)
-                now = pc.max(own.filter(pc.is_in(own["window_start"], sums["window_start"]))["updated_at"]).as_py()
+            current = self.lake.key_range(GOLD, pc.min(sums["window_start"]).as_py(),
+                                          pc.max(sums["window_start"]).as_py()).to_pandas()
         after = sums.to_pandas() if write is Write.UPSERT else added(current, sums.to_pandas())
         judged = judged_watermark(ledger)
         # The windows the chart showed complete are those up to the front (watermark + delay):
         # after an idle close the watermark trails the front by less than --watermark.
         watermark, delay = (judged if judged > EPOCH else None), judged_delay(ledger, self.settings.watermark)
         causes = REPLAY if write is Write.UPSERT else stream_causes(after, watermark, delay)
-        # Gold, its corrections and its history at once: gold waits for neither, and a batch run
-        # again reads gold as it was before its own commit (above).
-        self.lake.at_once(lambda: self.write_gold(sums, batch, now, write),
-                          lambda: self.write_corrections(find_corrections(
-                              current, after, watermark, delay, now, batch.id, batch.writer), batch),
-                          lambda: self.write_history(current, after, causes, now, batch))
-
-    def write_gold(self, sums: pa.Table, batch: Batch, now: datetime, write: Write) -> None:
+        # Corrections and history before gold: they need the windows as they stood before this
+        # batch, and a batch run again after a crash finds gold without it until gold's commit.
+        with self.phases.timed("history"):
+            self.lake.at_once(
+                lambda: self.lake.publish(CORRECTIONS, METRICS.corrected(find_corrections(
+                    current, after, watermark, delay, now, batch.id, batch.writer)), batch),
+                lambda: self.lake.publish(SUMMARY_HISTORY, change_rows(current, after, causes, now, batch.writer,
+                                                                       batch.id), batch))
         with self.phases.timed("gold"):
             self.lake.publish(GOLD, gold_rows(sums, batch.id, now), batch, write=write)
-
-    def write_corrections(self, corrections: pa.Table, batch: Batch) -> None:
-        self.lake.publish(CORRECTIONS, METRICS.corrected(corrections), batch)
-
-    def write_history(self, current: pd.DataFrame, after: pd.DataFrame, causes: str | Sequence[str], now: datetime,
-                      batch: Batch) -> None:
-        with self.phases.timed("history"):
-            self.lake.publish(SUMMARY_HISTORY, change_rows(current, after, causes, now, batch.writer, batch.id),
-                              batch)
 
     def recounted(self, kept: pa.Table) -> pa.Table:
         """The windows these trades fall in, recounted from all of silver's trades in them but

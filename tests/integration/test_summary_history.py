@@ -16,10 +16,9 @@ from deltalake import DeltaTable
 
 from streaming.jobs.reconcile import Reconciler
 from streaming.lake.store import Lake
-from streaming.lake.tables import CORRECTIONS, GOLD, SUMMARY_HISTORY
+from streaming.lake.tables import GOLD, SUMMARY_HISTORY
 from streaming.medallion.gold import MEASURES
 from streaming.medallion.history import BACKFILL, LATE, ON_TIME, REPLAY, as_of, in_change_order
-from streaming.sink.gold_step import GoldStep
 from tests.support.corpus import DAY, trade
 
 State = dict[str, tuple]
@@ -145,36 +144,3 @@ def test_a_replay_adds_no_false_change(stream, settings):
     assert after.equals(before), "a replay that changes no value records no change"
     assert REPLAY not in after["cause"].to_pylist()
     check_history_is_time_travel(lake, gold_versions(lake))
-
-
-def test_a_crash_after_gold_before_its_history_is_completed_from_gold_as_it_was(stream, settings, monkeypatch):
-    lake = Lake(settings.data_dir)
-    stream.add(trade("c1", "BUY", 1, 10.0, DAY + "09:00:00Z"), trade("c2", "SELL", 2, 5.0, DAY + "10:05:00Z"))
-    stream.process()
-    stream.add(trade("c3", "BUY", 1, 7.0, DAY + "10:30:00Z"))
-    stream.process()
-    # A late trade for 10:00, past: gold commits it, and the batch dies before its history and correction do.
-    monkeypatch.setattr(GoldStep, "write_history", killed_after_gold)
-    monkeypatch.setattr(GoldStep, "write_corrections", killed_after_gold)
-    stream.add(trade("c4", "SELL", 1, 3.0, DAY + "10:10:00Z"))
-    with pytest.raises(Exception, match="killed after gold"):
-        stream.process()
-    assert state_of(DeltaTable(lake.location(GOLD)).to_pyarrow_table())[DAY + "10:00:00+00:00"][1] == 13.0
-    assert causes(lake)["10:00"] == [ON_TIME]
-    assert DeltaTable(lake.location(CORRECTIONS)).to_pyarrow_table().num_rows == 0
-
-    # Run again, the batch finds its gold commit in: its history and correction are of gold
-    # before it, and gold is not added to twice.
-    monkeypatch.undo()
-    stream.restart()
-    stream.process()
-    versions = gold_versions(lake)
-    assert versions[max(versions)][1][DAY + "10:00:00+00:00"][1] == 13.0
-    check_history_is_time_travel(lake, versions)
-    assert causes(lake)["10:00"] == [ON_TIME, REPLAY]
-    (corrected,) = DeltaTable(lake.location(CORRECTIONS)).to_pyarrow_table().to_pylist()
-    assert (corrected["sell_amount_before"], corrected["sell_amount_after"]) == (10.0, 13.0)
-
-
-def killed_after_gold(*args, **kwargs):
-    raise RuntimeError("killed after gold")

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from streaming.lake import files, lookups, merges
+from streaming.lake import files, merges
 from streaming.lake.store import Batch, Lake
 from streaming.lake.tables import GOLD, Write
 from streaming.sink.gold_step import gold_rows
@@ -81,24 +81,6 @@ def test_the_rows_a_rewrite_keeps_for_the_next_batch_are_the_rows_of_its_file(tm
     kept = merges._known_rows[(lake.location(GOLD), live.path)]
     read = files.read_live_file(files.files_root(lake.location(GOLD), None), live.path, GOLD.stored_schema)
     assert kept.equals(read) and kept.schema.equals(read.schema)
-
-
-def test_the_version_before_a_batch_is_found_after_later_commits_and_none_for_a_batch_not_in(tmp_path):
-    lake = Lake(tmp_path)
-    now = datetime(2026, 3, 3, tzinfo=timezone.utc)
-    lake.ensure(GOLD)
-    commits = {}
-    for batch_id in range(25):  # past gold's compaction, a commit of no batch
-        lake.publish(GOLD, gold_rows(sums({batch_id: (1.0, 1)}), batch_id, now), Batch("app", batch_id),
-                     write=Write.ADD)
-        commits[batch_id] = max(v["version"] for v in DeltaTable(lake.location(GOLD)).history()
-                                if v["operation"] != "OPTIMIZE")
-    for batch_id in (0, 7, 19, 20, 24):
-        assert lookups.version_before(lake, GOLD, Batch("app", batch_id)) == commits[batch_id] - 1
-        before = lake.key_range(GOLD, START, START + 30 * WINDOW, version=commits[batch_id] - 1)
-        assert before.num_rows == batch_id  # gold as the batch found it
-    assert lookups.version_before(lake, GOLD, Batch("app", 25)) is None
-    assert lookups.version_before(lake, GOLD, Batch("other", 0)) is None
 
 
 def test_a_key_range_reads_the_rows_sql_reads(tmp_path):
