@@ -6,9 +6,7 @@ versions (`Table.compact_every`) into files of `Table.compact_to`, under the tab
 its own batch is committed, so none of it conflicts with a write; every VACUUM_EVERY compactions
 it vacuums too.
 
-A table partitioned by day (bronze, silver) is compacted so too, partition by partition, but in
-a thread of its own under the rewrite lock below, as a roll is: its open day's file grows to
-`compact_to` and each compaction rewrites it, which would hold up the batch that started it. Its
+A table partitioned by day (bronze, silver) is compacted so too, partition by partition. Its
 open days (the newest day and the one before, which late trades reach) gain files all day; a
 day before them is closed, and *rolled*: its files rewritten into files of
 CLOSED_DAY_FILE_BYTES, once, by a background thread, so the table's live files, which
@@ -44,9 +42,7 @@ PAUSE_BETWEEN_DAYS = 0.5  # seconds a roll of several days lets go of the rewrit
 Opener = Callable[[], "DeltaTable | None"]
 
 _rewrite_locks: dict[str, threading.Lock] = {}
-# The threads compacting and rolling tables in the background, by location.
-_compacting: dict[str, threading.Thread] = {}
-_rolling: dict[str, threading.Thread] = {}
+_rolling: set[str] = set()  # the locations a background roll is running for
 _guard = threading.Lock()
 
 
@@ -84,39 +80,23 @@ def compact_now_and_then(table: Table, location: str, open_table: Opener) -> Non
     partition, if it has days) into files of `table.compact_to`. Every VACUUM_EVERY compactions, delete
     the files no version in the log uses that are older than the table's history (what
     compactions replaced, and what a crashed attempt wrote but never committed), and start a
-    roll of the closed days. Called by the writer, under the table's lock. A table with days
-    is compacted by a thread of its own, under its rewrite lock only, as a roll is: rewriting an
-    open day's file of up to `compact_to` would hold the batch that called it up."""
+    roll of the closed days. Called by the writer, under the table's lock."""
     every, opened = table.compact_every, open_table()
     version = opened.version() if opened is not None else None
     if not every or opened is None or version is None or version % every:
         return
-    if not table.day_of:
-        _compact(table, location, opened, version % (every * VACUUM_EVERY) == 0, open_table)
-        return
-    vacuum = version % (every * VACUUM_EVERY) == 0
-    _in_background(_compacting, location, f"compact-{table.name}",
-                   lambda: _compact(table, location, None, vacuum, open_table), "compacting")
-
-
-def _compact(table: Table, location: str, opened: DeltaTable | None, vacuum: bool, open_table: Opener) -> None:
-    """Compact the table (the open table given, or its latest), and vacuum it if asked."""
     with rewriting(location, wait=False) if table.day_of else contextlib.nullcontext(True) as free:
         if not free:
             log.debug("not compacting %s: a roll of its closed days is rewriting it", table.name)
             return
-        opened = opened or open_table()
-        assert opened is not None  # compaction removes no table
-        # In the background, one thread: the pipeline's batches keep the other cores.
-        metrics = opened.optimize.compact(target_size=table.compact_to,
-                                          max_concurrent_tasks=1 if table.day_of else None)
+        metrics = opened.optimize.compact(target_size=table.compact_to)
     log.debug("compacted %s: %s files into %s", table.name, metrics.get("numFilesRemoved"),
               metrics.get("numFilesAdded"))
-    if vacuum:
+    if version % (every * VACUUM_EVERY) == 0:
         # Full: a checkpoint drops a replaced file's tombstone once it is older than the
         # history, so a lite vacuum, which deletes only what the log lists, would miss it.
         compacted = open_table()
-        assert compacted is not None  # it was there a moment ago
+        assert compacted is not None  # it was there a moment ago, under our lock
         removed = compacted.vacuum(dry_run=False, full=True)
         log.debug("vacuumed %s: %d files", table.name, len(removed))
         if table.day_of:
@@ -193,37 +173,20 @@ def roll_closed_days(table: Table, location: str, open_table: Opener, today: dat
 
 
 def roll_in_background(table: Table, location: str, open_table: Opener) -> None:
-    """Start a roll of the table's closed days in a thread of its own, unless one is running."""
-    _in_background(_rolling, location, f"roll-{table.name}", lambda: roll_closed_days(table, location, open_table),
-                   "rolling its closed days")
+    """Start a roll of the table's closed days in a thread of its own, unless one is running.
+    A daemon: a stop does not wait for it; what it wrote uncommitted, a vacuum removes."""
+    with _guard:
+        if location in _rolling:
+            return
+        _rolling.add(location)
 
-
-def _in_background(running: dict[str, threading.Thread], location: str, name: str, work: Callable[[], object],
-                   what: str) -> None:
-    """Run `work` for the table at `location` in a thread of its own, unless one of its kind
-    is running for it. A daemon: a stop does not wait for it; what it wrote uncommitted, a
-    vacuum removes."""
-
-    def run() -> None:
+    def roll() -> None:
         try:
-            work()
-        except Exception as error:  # noqa: BLE001 - it changes no data: the next one tries again
-            log.warning("%s %s failed, to be tried again later: %s", name.split("-", 1)[1], what, error)
+            roll_closed_days(table, location, open_table)
+        except Exception as error:  # noqa: BLE001 - a roll changes no data: the next one tries again
+            log.warning("rolling %s's closed days failed, to be tried again later: %s", table.name, error)
         finally:
             with _guard:
-                running.pop(location, None)
+                _rolling.discard(location)
 
-    with _guard:
-        if location in running:
-            return
-        running[location] = thread = threading.Thread(target=run, name=name, daemon=True)
-    thread.start()
-
-
-def wait_for_background(location: str, timeout: float | None = None) -> None:
-    """Wait for the compaction and roll running for the table at `location`, if any."""
-    for running in (_compacting, _rolling):
-        with _guard:
-            thread = running.get(location)
-        if thread is not None:
-            thread.join(timeout)
+    threading.Thread(target=roll, name=f"roll-{table.name}", daemon=True).start()

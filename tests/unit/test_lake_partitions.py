@@ -128,24 +128,7 @@ def test_a_closed_day_is_rolled_into_one_file_and_the_open_days_are_left_to_the_
     # every day, a late trade's in a closed day too.
     every_version = dataclasses.replace(SILVER, compact_every=1)
     lake.publish(every_version, silver(["late"], [at(TODAY - timedelta(days=4), 99)], 99), Batch("app", 12))
-    partitions.wait_for_background(lake.location(SILVER))  # a table with days is compacted in a thread of its own
     assert days_of(lake, SILVER) == {TODAY: 1, TODAY - timedelta(days=1): 1, TODAY - timedelta(days=4): 1}
-
-
-def test_a_table_with_days_is_compacted_in_the_background_while_batches_go_on(tmp_path):
-    lake = Lake(tmp_path)
-    every_tenth = dataclasses.replace(SILVER, compact_every=10)
-    lake.ensure(every_tenth)
-    location = lake.location(SILVER)
-    for batch in range(60):  # the pipeline's task files, a compaction started every tenth version
-        rows = silver([f"t{batch}-{i}" for i in range(50)], [at(TODAY, batch)] * 50, batch * 50)
-        assert lake.commit_files(every_tenth, lake.write_files(every_tenth, rows), Batch("app", batch))
-    partitions.wait_for_background(location)
-    assert days_of(lake, SILVER)[TODAY] < 30  # folded, though no batch waited for it
-    assert lake.read(SILVER).num_rows == 60 * 50
-    assert DeltaTable(location).transaction_version(Batch("app", 0).app_id(SILVER)) == 59
-    compactions = [c for c in DeltaTable(location).history() if c["operation"] == "OPTIMIZE"]
-    assert compactions
 
 
 def test_the_open_days_follow_the_data_so_a_past_day_being_written_is_not_rolled(tmp_path):
