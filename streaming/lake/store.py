@@ -209,9 +209,6 @@ class Lake:
         _open_tables.pinned[location] = pinned
         return pinned
 
-    def _opened(self, table: Table, version: int | None) -> DeltaTable | None:
-        return self.open(table) if version is None else self.open_version(table, version)
-
     @staticmethod
     def _no_newer_commit(location: str, opened: DeltaTable) -> bool:
         """True when a local table has no commit after the open version: each Delta commit is
@@ -236,7 +233,7 @@ class Lake:
         table (or that version) does not exist. Unlike a pyarrow dataset, it makes no fragment
         per file first, which dominates a filtered read of a table that gains a file per
         micro-batch (docs/lake.md#reads)."""
-        opened = self._opened(table, version)
+        opened = self.open(table) if version is None else self.open_version(table, version)
         if opened is None:
             return None
         return plain_strings(pa.table(QueryBuilder().register("t", opened).execute(sql).read_all()))
@@ -248,7 +245,7 @@ class Lake:
         not exist (yet). A pass over a large table that keeps only what it derives holds one
         batch at a time."""
         names = list(columns) if columns is not None else table.columns
-        opened = self._opened(table, version)
+        opened = self.open(table) if version is None else self.open_version(table, version)
         if opened is None:
             return
         sql = f"SELECT {', '.join(quote(c) for c in names)} FROM t" + (f" WHERE {where}" if where else "")
@@ -345,7 +342,7 @@ class Lake:
                             table, self.location(table), self.storage_options, opened, rows, commit, write)):
                         merges.engine_merge(table, opened, rows, commit, write, narrow)
             if table.compact_every:
-                partitions.compact_now_and_then(table, self.location(table), lambda: self.open(table))
+                self._compact_now_and_then(table)
         return True
 
     def write_files(self, table: Table, rows: pa.Table) -> list[DataFile]:
@@ -377,7 +374,7 @@ class Lake:
                 [AddAction(f.path, f.size, f.partition_values, added_at, True, f.stats) for f in files],
                 mode="append", schema=table.stored_schema, commit_properties=commit)
             if table.compact_every:
-                partitions.compact_now_and_then(table, self.location(table), lambda: self.open(table))
+                self._compact_now_and_then(table)
         return True
 
     @staticmethod
@@ -393,6 +390,9 @@ class Lake:
         write_deltalake(opened if opened is not None else location, rows, mode="append", commit_properties=commit,
                         partition_by=list(table.partition_by) or None,
                         storage_options=None if opened is not None else self.storage_options)
+
+    def _compact_now_and_then(self, table: Table) -> None:
+        partitions.compact_now_and_then(table, self.location(table), lambda: self.open(table))
 
     def roll_closed_days(self, table: Table, today: date | None = None) -> list[date]:
         """Rewrite the closed days' files into large ones now (partitions.py); the days rolled."""
