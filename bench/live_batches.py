@@ -11,6 +11,7 @@ Spark's own fixed cost, on the same machine.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import random
 import shutil
@@ -20,6 +21,8 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+import pyarrow as pa
+
 from bench.command_line import add_numbers, add_spark_arguments, require_positive, run_tool
 from bench.load import BENCH_DAY, PARTITIONS, free_port, kafka_config, new_producer, produce
 from bench.phases import FRESH_RETENTION_MS, phase, run_freshness
@@ -28,6 +31,7 @@ from bench.sampling import MemorySampler
 from streaming.config import Settings, parse_trigger
 from streaming.kafka.admin import ensure_topic, wait_until_reachable
 from streaming.kafka.broker import EmbeddedBroker
+from streaming.kafka.range_reader import RangeReader
 from streaming.simulation.market import SYMBOLS, make_trade, market_open_on
 
 log = logging.getLogger("bench")
@@ -66,12 +70,20 @@ def read_all(batch, batch_id) -> None:
     batch.coalesce(1).toArrow()
 
 
-def run_floor(spark, bootstrap: str, args: argparse.Namespace, work) -> list[dict]:
+def run_floor(spark, bootstrap: str, args: argparse.Namespace, work) -> tuple[list[dict], list[float]]:
     """The same load through a foreachBatch query that does `work` (nothing, or read the batch to
-    Arrow in one task): what Spark's own batch costs. Its batches after the first three."""
+    Arrow in one task): what Spark's own batch costs. Its batches after the first three, and each
+    of their trades' wait from produce() to its batch's call: the freshness of a sink that
+    took no time."""
     frame = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
              .option("subscribe", FLOOR_TOPIC).option("startingOffsets", "latest").load())
-    query = (frame.writeStream.foreachBatch(work)
+    called: dict[int, float] = {}
+
+    def timed(batch, batch_id) -> None:
+        called[batch_id] = time.time()
+        work(batch, batch_id)
+
+    query = (frame.writeStream.foreachBatch(timed)
              .trigger(processingTime=f"{int(args.trigger.total_seconds() * 1000)} milliseconds").start())
     producer, rng, prices = new_producer(bootstrap), random.Random(5), dict(SYMBOLS)
     market, began, sent = market_open_on(BENCH_DAY), time.monotonic(), 0
@@ -82,9 +94,37 @@ def run_floor(spark, bootstrap: str, args: argparse.Namespace, work) -> list[dic
         producer.poll(0)
         time.sleep(0.002)
     producer.flush(30)
-    rows = [dict(p.durationMs) for p in query.recentProgress[3:]]
+    time.sleep(2 * args.trigger.total_seconds() + 1)  # the last trades' batch
+    progress = query.recentProgress[3:]
     query.stop()
-    return rows
+    return [dict(p.durationMs) for p in progress], waits_to_call(bootstrap, progress, called)
+
+
+def waits_to_call(bootstrap: str, progress, called: dict[int, float]) -> list[float]:
+    """Seconds from each trade's produce() (its create time) to the call of the batch that read it."""
+    reader, waits = RangeReader(kafka_config(bootstrap), timeout_s=10), []
+    try:
+        for p in progress:
+            if p.batchId not in called or not p.sources:
+                continue
+            start, end = (json.loads(offsets or "{}").get(FLOOR_TOPIC, {})
+                          for offsets in (p.sources[0].startOffset, p.sources[0].endOffset))
+            ranges = pa.table({"topic": [FLOOR_TOPIC] * len(end), "partition": [int(k) for k in end],
+                               "start_offset": [start.get(k, 0) for k in end], "end_offset": list(end.values())})
+            records = reader.read(ranges)
+            if records is None:
+                raise RuntimeError(f"could not read the floor's batch {p.batchId} back: {reader.gave_up}")
+            stamps = records["timestamp"].cast(pa.int64()).to_pylist()  # microseconds
+            waits += [called[p.batchId] - stamp / 1e6 for stamp in stamps]
+    finally:
+        reader.close()
+    return waits
+
+
+def freshness_line(title: str, waits: list[float]) -> str:
+    ordered = sorted(waits) or [float("nan")]
+    at = lambda p: ordered[min(len(ordered) - 1, max(0, round(p / 100 * len(ordered)) - 1))]  # noqa: E731
+    return f"  {title}: p50 {at(50):.3f} s, p95 {at(95):.3f} s, p99 {at(99):.3f} s over {len(waits)} trades"
 
 
 def measure(args: argparse.Namespace) -> int:
@@ -102,10 +142,10 @@ def measure(args: argparse.Namespace) -> int:
         lines = []
         if args.floor:
             log.info("the floor: an empty foreachBatch, then one reading each batch, at %g trades/s ...", args.rate)
-            lines += table("Spark, empty foreachBatch", run_floor(spark, broker.bootstrap_servers, args,
-                                                                  lambda batch, batch_id: None))
-            lines += table("Spark, foreachBatch reading the batch to Arrow (one task)",
-                           run_floor(spark, broker.bootstrap_servers, args, read_all))
+            for title, work_done in (("Spark, empty foreachBatch", lambda batch, batch_id: None),
+                                     ("Spark, foreachBatch reading the batch to Arrow (one task)", read_all)):
+                rows, waits = run_floor(spark, broker.bootstrap_servers, args, work_done)
+                lines += table(title, rows) + [freshness_line("produce() to the call", waits)]
         log.info("the pipeline at %g trades/s for %g s, trigger %s ...", args.rate, args.seconds, args.trigger)
         settings = Settings(data_dir=work / "fresh", topic=TOPIC, trigger=args.trigger, producer_enabled=False,
                             dashboard_enabled=False, master=args.master, bootstrap_servers=broker.bootstrap_servers)
