@@ -20,6 +20,7 @@ from streaming.config import LoadSettings, Settings, format_duration, status_tim
 from streaming.jobs.bronze_replay import ReplayPlan, plan_replay, replay_from_bronze, said_where_from
 from streaming.jobs.spark_job import SparkJob
 from streaming.kafka.options import explain_kafka_failure, source_options
+from streaming.lake.partitions import finish_rolls
 from streaming.lake.store import Lake
 from streaming.lake.tables import SUMMARY_HISTORY
 from streaming.sink.gold_step import carry_over_history
@@ -330,6 +331,8 @@ class Pipeline(SparkJob):
         stop_queries(self.queries, grace_s)
         for sink in self.sinks.values():
             sink.close()
+        for name in finish_rolls():
+            log.warning("the roll of %s's closed days did not finish in time; the next start rolls them", name)
 
 
 def start_python_workers(spark: SparkSession) -> threading.Thread:

@@ -39,10 +39,12 @@ log = logging.getLogger(__name__)
 # The writer vacuums every this many compactions.
 VACUUM_EVERY = 10
 PAUSE_BETWEEN_DAYS = 0.5  # seconds a roll of several days lets go of the rewrite lock
+ROLL_STOP_WAIT_S = 60.0  # how long a stop waits for a roll to finish the day it is rewriting
 Opener = Callable[[], "DeltaTable | None"]
 
 _rewrite_locks: dict[str, threading.Lock] = {}
-_rolling: set[str] = set()  # the locations a background roll is running for
+_rolls: dict[str, tuple[str, threading.Thread]] = {}  # location -> (table name, its background roll)
+_stopping = threading.Event()  # a stop is under way: a roll ends after the day it is rewriting
 _guard = threading.Lock()
 
 
@@ -157,8 +159,9 @@ def roll_closed_days(table: Table, location: str, open_table: Opener, today: dat
     newest = pc.max(files[f"partition.{DAY}"]).as_py() if files.num_rows else None
     rolled: list[date] = []
     for day in days_to_roll(files, first_open_day(newest, today)):
-        if rolled:
-            time.sleep(PAUSE_BETWEEN_DAYS)  # a MERGE waiting for the lock gets it first
+        # The pause lets a MERGE waiting for the lock have it first.
+        if _stopping.is_set() or (rolled and _stopping.wait(PAUSE_BETWEEN_DAYS)):
+            break
         started = time.perf_counter()
         with rewriting(location):
             opened = open_table()
@@ -174,19 +177,41 @@ def roll_closed_days(table: Table, location: str, open_table: Opener, today: dat
 
 def roll_in_background(table: Table, location: str, open_table: Opener) -> None:
     """Start a roll of the table's closed days in a thread of its own, unless one is running.
-    A daemon: a stop does not wait for it; what it wrote uncommitted, a vacuum removes."""
+    A stop waits for it to finish the day it is rewriting (finish_rolls)."""
     with _guard:
-        if location in _rolling:
+        if location in _rolls:
             return
-        _rolling.add(location)
 
-    def roll() -> None:
-        try:
-            roll_closed_days(table, location, open_table)
-        except Exception as error:  # noqa: BLE001 - a roll changes no data: the next one tries again
-            log.warning("rolling %s's closed days failed, to be tried again later: %s", table.name, error)
-        finally:
-            with _guard:
-                _rolling.discard(location)
+        def roll() -> None:
+            try:
+                roll_closed_days(table, location, open_table)
+            except Exception as error:  # noqa: BLE001 - a roll changes no data: the next one tries again
+                log.warning("rolling %s's closed days failed, to be tried again later: %s", table.name, error)
+            finally:
+                with _guard:
+                    _rolls.pop(location, None)
 
-    threading.Thread(target=roll, name=f"roll-{table.name}", daemon=True).start()
+        thread = threading.Thread(target=roll, name=f"roll-{table.name}", daemon=True)
+        _rolls[location] = (table.name, thread)
+        thread.start()
+
+
+def finish_rolls(timeout_s: float = ROLL_STOP_WAIT_S) -> list[str]:
+    """Have the background rolls end after the day each is rewriting, and wait for them, at
+    most timeout_s in all: a process that exits while a thread is inside delta-rs may abort.
+    Returns the tables still rolling when the time ran out; what they wrote but did not commit,
+    a vacuum removes."""
+    with _guard:
+        running = list(_rolls.values())
+    if not running:
+        return []
+    _stopping.set()
+    try:
+        log.info("waiting for the roll of %s's closed days to finish the day under way (at most %.0f s) ...",
+                 ", ".join(name for name, _ in running), timeout_s)
+        deadline = time.monotonic() + timeout_s
+        for _, thread in running:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        return [name for name, thread in running if thread.is_alive()]
+    finally:
+        _stopping.clear()

@@ -4,6 +4,7 @@ unpartitioned is rewritten by day once, keeping its rows and its recorded batche
 
 import dataclasses
 import threading
+import time
 from datetime import date, datetime, timedelta, timezone
 
 import pyarrow as pa
@@ -170,6 +171,36 @@ def test_appends_go_on_while_a_roll_rewrites_a_closed_day(tmp_path):
     assert not failed and rolled == [closed]
     assert lake.read(SILVER).num_rows == 40 * 5000 + 21
     assert days_of(lake, SILVER) == {closed: 1, TODAY: 21}
+
+
+def test_a_stop_waits_for_the_day_a_roll_is_rewriting_and_leaves_the_next_days_to_the_next_roll(tmp_path):
+    lake = Lake(tmp_path)
+    closed = [TODAY - timedelta(days=4), TODAY - timedelta(days=3)]
+    for batch in range(6):
+        lake.publish(SILVER, silver([f"{batch}-{d}" for d in range(3)], [at(day, batch) for day in [*closed, TODAY]],
+                                    batch * 3), Batch("app", batch))
+    before = lake.read(SILVER).sort_by("trade_id")
+    assert partitions.finish_rolls() == []  # nothing rolling: nothing to wait for
+    stopped: list[list[str]] = []
+    opens = 0
+
+    def open_table():
+        nonlocal opens
+        opens += 1
+        if opens == 2:  # the roll holds the first day's lock: the stop comes now
+            threading.Thread(target=lambda: stopped.append(partitions.finish_rolls(timeout_s=60))).start()
+            assert partitions._stopping.wait(10)
+        return lake.open(SILVER)
+
+    partitions.roll_in_background(SILVER, lake.location(SILVER), open_table)
+    deadline = time.monotonic() + 60
+    while not stopped and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+    assert stopped == [[]]  # the stop waited for the roll, which ended in time
+    assert days_of(lake, SILVER) == {closed[0]: 1, closed[1]: 6, TODAY: 6}  # the day under way, and no further
+    assert lake.read(SILVER).sort_by("trade_id").equals(before)
+    assert lake.roll_closed_days(SILVER, TODAY) == [closed[1]]  # the next roll takes the rest
 
 
 def test_a_table_an_older_version_made_unpartitioned_is_rewritten_by_day_once(tmp_path):
