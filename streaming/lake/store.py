@@ -116,7 +116,7 @@ CHECKPOINT_INTERVAL = "10"
 def table_properties(table: Table) -> dict[str, str]:
     """The Delta properties `ensure` gives the table: its checkpoints and its history."""
     return {"delta.checkpointInterval": CHECKPOINT_INTERVAL, "delta.logRetentionDuration": table.history,
-            "delta.deletedFileRetentionDuration": table.history}
+            "delta.deletedFileRetentionDuration": table.replaced_files_kept}
 
 
 class Lake:

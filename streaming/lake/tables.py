@@ -35,12 +35,14 @@ DAY = "day"
 # Corrections and too-late trades gain rows with every late trade, for ever, and the page reads
 # one day of them by the files' statistics: compacted into small files, a day stays in a few.
 DAY_FILE_BYTES = 256 * 2**10
-# How long older versions stay readable. Every table gains a version per micro-batch, two a
-# second, and the log keeps each one (and a checkpoint per 10, which lists the files a
-# compaction replaced until they expire) for this long: on a local disk every commit lists the
-# whole log directory, so the longer the history, the slower each commit
-# (docs/long-runs.md). 15 minutes is 1,800 batches, more than the time machine lists.
-HISTORY = "interval 15 minutes"
+# How long older versions stay readable: Delta's log keeps each commit (and a checkpoint per
+# 10) this long. Every table gains a version per micro-batch, and each commit, and each reader
+# brought up to date, goes over every file in the log directory: the shorter the history, the
+# cheaper (docs/long-runs.md). The in-app readers follow the latest version.
+HISTORY = "interval 2 minutes"
+# How long the files a compaction replaced stay on disk, for a read of a version it loaded
+# before (a long Spark job's): the writer's vacuum deletes them after this.
+REPLACED_FILES_KEPT = "interval 15 minutes"
 
 
 class Write(enum.Enum):
@@ -75,8 +77,8 @@ class Table:
     narrow_on: tuple[str, ...] = ()
     compact_every: int | None = None  # rewrite the small files every this many versions
     compact_to: int | None = None  # into files of about this many bytes (None: delta-rs's 100 MB)
-    # Delta's interval: the log, and the files a compaction replaced, are kept this long.
-    history: str = HISTORY
+    history: str = HISTORY  # Delta's interval: the log is kept this long
+    replaced_files_kept: str = REPLACED_FILES_KEPT  # and the files a compaction replaced, this long
     sums: tuple[str, ...] = ()  # ADD: the columns added to the table's values
     # Partitioned by DAY, the UTC date of this time column: stored beside `schema`'s columns,
     # added by the lake as rows are written, read by those who ask for it.

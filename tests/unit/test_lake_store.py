@@ -164,7 +164,7 @@ def test_a_table_made_without_its_properties_gains_them_and_keeps_its_rows(tmp_p
     lake.ensure(plain)
     configuration = DeltaTable(str(tmp_path / "bronze")).metadata().configuration
     assert configuration == {**configuration, "delta.checkpointInterval": "10",
-                             "delta.logRetentionDuration": "interval 15 minutes",
+                             "delta.logRetentionDuration": "interval 2 minutes",
                              "delta.deletedFileRetentionDuration": "interval 15 minutes"}
     assert sorted(lake.read(plain)["offset"].to_pylist()) == [1, 2]
 
@@ -188,7 +188,7 @@ def test_the_log_keeps_only_the_tables_history_and_every_batch_is_still_recognis
 def test_files_no_version_uses_are_deleted_once_older_than_the_history_and_newer_ones_kept(tmp_path):
     lake = Lake(tmp_path)
     brief = Table("ledger", LEDGER_SCHEMA, LEDGER_LIKE.keys, LEDGER_LIKE.write, compact_every=5,
-                  history="interval 1 seconds")
+                  replaced_files_kept="interval 1 seconds")
     lake.ensure(brief)
     location = tmp_path / "ledger"
     crashed = location / "part-00000-written-by-an-attempt-that-crashed.parquet"
