@@ -35,6 +35,7 @@ from streaming.run.argument_types import (
     trigger_argument,
     true_or_false,
 )
+from streaming.run.spark_session import IDLE_LOOK_MS
 from streaming.run.users import ROLES
 
 
@@ -234,7 +235,7 @@ def _add_streaming_arguments(stream) -> None:
     _add_duration(stream, "--watermark", "how late a trade may arrive and still count", Settings.watermark)
     stream.add_argument("--trigger", type=trigger_argument, default=Settings.trigger, metavar="DURATION",
                         help="micro-batch interval, e.g. '2 seconds' or '500 milliseconds'; 0: batches back to "
-                             "back, and with nothing new a look every 500 ms "
+                             f"back, and with nothing new a look every {IDLE_LOOK_MS} ms "
                              f"(default: '{duration_text(Settings.trigger)}')")
     _add_duration(stream, "--max-event-time-jump",
                   "quarantine a trade whose event time is more than this ahead of the latest event time seen and "

@@ -177,7 +177,7 @@ def size_to_cluster(spark, wait_s: float = 60.0) -> int:
     return cores
 
 
-IDLE_LOOK = "500ms"
+IDLE_LOOK_MS = 500  # with nothing new, Spark asks the broker again after this long
 
 
 def _prepare_environment(bind: str) -> None:
@@ -232,7 +232,7 @@ def create_spark(master: str = "local[*]", app_name: str = "trade-summary", shuf
         .set("spark.broadcast.blockSize", BROADCAST_BLOCK_SIZE)
         # A trigger that found nothing new waits this long for the next look (Spark: 10 ms), so
         # a short --trigger, or 0 (back to back), asks Kafka twice a second when idle.
-        .set("spark.sql.streaming.pollingDelay", IDLE_LOOK)
+        .set("spark.sql.streaming.pollingDelay", f"{IDLE_LOOK_MS}ms")
     )
     for key, value in LOCAL_CHECKPOINT_FILES.items():
         conf.set(key, value)
