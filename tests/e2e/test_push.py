@@ -98,6 +98,20 @@ def page(request):
         browser.close()
 
 
+def settle(page, quiet_ms: int = 1000, timeout_s: float = 30.0) -> None:
+    """Wait until the page has started no callback for quiet_ms: the first push's callbacks are
+    over, however busy the machine. Playwright records a request only while one of its calls
+    runs (page.wait_for_timeout, not time.sleep), so one made during a sleep would be counted
+    after it."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        before = len(page.callbacks)
+        page.wait_for_timeout(quiet_ms)
+        if len(page.callbacks) == before:
+            return
+    raise AssertionError(f"the page still started callbacks after {timeout_s:.0f} s")
+
+
 def test_a_window_written_to_gold_reaches_the_page_over_the_live_connection(dashboard, page):
     page.goto(dashboard.url)
     wait_for_text(page, "#push-state", "Live")
@@ -111,9 +125,9 @@ def test_a_quiet_page_runs_no_callback(dashboard, page):
     # and symbol options' interval: the push says when they change).
     page.goto(dashboard.url)
     wait_for_text(page, "#kpi-cards", "$100")
-    time.sleep(1.0)  # the first push's callbacks settle
+    settle(page)
     page.callbacks.clear()
-    time.sleep(4.0)
+    page.wait_for_timeout(4000)
     assert page.callbacks == []
 
 
@@ -135,7 +149,7 @@ def test_a_bad_record_reaches_the_quarantine_panel_with_the_push_and_no_tick(das
     page.goto(dashboard.url)
     wait_for_text(page, "#push-state", "Live")
     wait_for_text(page, "#kpi-cards", "$100")
-    time.sleep(1.0)  # the first push's callbacks settle
+    settle(page)
     page.callbacks.clear()
     Lake(dashboard.data_dir).publish(QUARANTINE, pa.Table.from_pylist([{
         "key": b"a", "value": b"{", "topic": "trades", "partition": 0, "offset": 1, "kafka_timestamp": DAY,
@@ -143,7 +157,7 @@ def test_a_bad_record_reaches_the_quarantine_panel_with_the_push_and_no_tick(das
     # The panel is in a tab not shown: its text, not what is rendered.
     page.wait_for_function("() => (document.querySelector('#quarantine-counts')?.textContent || '')"
                            ".includes('invalid JSON')", timeout=15_000)
-    time.sleep(1.0)
+    page.wait_for_timeout(1000)
     # Only the panel drawn from its store: neither the snapshot's callback nor its own ran on a tick.
     assert len(page.callbacks) == 1
 
