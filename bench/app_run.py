@@ -37,7 +37,7 @@ from pathlib import Path
 import pyarrow.compute as pc
 import requests
 
-from bench.load import BENCH_DAY, PARTITIONS, free_port, kafka_config, new_producer, produce
+from bench.load import BENCH_DAY, PARTITIONS, kafka_config, new_producer, produce
 from bench.phases import latencies
 from bench.sampling import GoldWatcher, Poller, child_pids, cpu_ticks, proc_kib, process_name
 from dashboard import ids
@@ -45,7 +45,7 @@ from dashboard.client import call, refresh_page
 from streaming.config import Settings
 from streaming.jobs.pipeline import MEDALLION_QUERY
 from streaming.kafka import clients
-from streaming.kafka.broker import MAIN_CLASS
+from streaming.kafka.broker import MAIN_CLASS, free_port
 from streaming.lake import tables
 from streaming.lake.checkpoints import Checkpoints
 from streaming.lake.store import Lake

@@ -26,12 +26,13 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_END, TopicPartition
 
-from bench.load import free_port, kafka_config
+from bench.load import kafka_config
 from bench.sampling import cpu_ticks, proc_kib
 from streaming.config import KafkaTarget, Simulation
 from streaming.kafka import broker as embedded
 from streaming.kafka import clients
 from streaming.kafka.admin import ensure_topic
+from streaming.kafka.broker import free_port
 from streaming.simulation.market import market_open_on
 from streaming.simulation.simulator import TradeSimulator
 

@@ -24,13 +24,13 @@ from pathlib import Path
 import pyarrow as pa
 
 from bench.command_line import add_numbers, add_spark_arguments, require_positive, run_tool
-from bench.load import BENCH_DAY, PARTITIONS, free_port, kafka_config, new_producer, produce
+from bench.load import BENCH_DAY, PARTITIONS, kafka_config, new_producer, produce
 from bench.phases import FRESH_RETENTION_MS, phase, run_freshness
 from bench.results import Results
 from bench.sampling import MemorySampler
 from streaming.config import Settings, parse_trigger
 from streaming.kafka.admin import ensure_topic, wait_until_reachable
-from streaming.kafka.broker import EmbeddedBroker
+from streaming.kafka.broker import EmbeddedBroker, free_port
 from streaming.kafka.range_reader import RangeReader
 from streaming.simulation.market import SYMBOLS, make_trade, market_open_on
 

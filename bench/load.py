@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import random
-import socket
 import subprocess
 import sys
 import time
@@ -46,12 +45,6 @@ class Oracle:
             self.buy += amount
         else:
             self.sell += amount
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def kafka_config(bootstrap: str) -> dict[str, str]:

@@ -34,7 +34,6 @@ from bench.load import (
     Oracle,
     broker_consume_rate_apart,
     drop_topic,
-    free_port,
     kafka_config,
     new_producer,
     preload,
@@ -44,7 +43,7 @@ from bench.results import Results
 from bench.sampling import GoldWatcher, MemorySampler
 from streaming.config import Settings
 from streaming.kafka.admin import ensure_topic, wait_until_reachable
-from streaming.kafka.broker import EmbeddedBroker, port_is_free
+from streaming.kafka.broker import EmbeddedBroker, free_port, port_is_free
 from streaming.lake import tables
 from streaming.lake.store import Batch, Lake
 from streaming.simulation.market import SYMBOLS, make_trade, market_open_on

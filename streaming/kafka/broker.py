@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import random
 import shutil
 import signal
 import socket
@@ -43,6 +44,7 @@ START_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 60.0
 # How the JVM ends when stopped: on SIGTERM (128 + 15, after Kafka's shutdown hook), or SIGKILL.
 STOPPED_CODES = (143, 0, -signal.SIGTERM, -signal.SIGKILL)
+PICKED_PORTS_FROM = 10000  # free_port() leaves the well-known services below alone
 
 
 class BrokerError(RuntimeError):
@@ -59,13 +61,29 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
     return True
 
 
-def _any_free_port(besides: int) -> int:
-    while True:
+def free_port(besides: tuple[int, ...] = ()) -> int:
+    """A free port of 127.0.0.1 outside the kernel's ephemeral range: a port numbered by the kernel
+    (bind to 0) can be handed out again, to the broker's, Spark's or an outgoing connection's
+    socket, before whoever picked it binds it."""
+    low, high = _ephemeral_range()
+    choices = [*range(PICKED_PORTS_FROM, low), *range(high + 1, 65536)]
+    for port in random.sample(choices, min(len(choices), 200)):
+        if port not in besides and port_is_free(port):
+            return port
+    while True:  # no room outside the range: the kernel's pick, as a last resort
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             port = sock.getsockname()[1]
-        if port != besides:
+        if port not in besides:
             return port
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
 
 
 def _log_end(path: Path, lines: int = 15) -> str:
@@ -189,7 +207,7 @@ class EmbeddedBroker:
         if not port_is_free(self.port):
             raise self._port_in_use()
         java, classpath = _java(), _classpath()
-        controller_port = _any_free_port(besides=self.port)
+        controller_port = free_port(besides=(self.port,))
         log_dirs, log4j = self.data_dir / LOG_DIRS, self.data_dir / "log4j2.properties"
         self._properties.write_text(server_properties(log_dirs, self.port, controller_port,
                                                       offsets_topic_partitions(log_dirs)))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import socket
 import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable
@@ -47,21 +48,18 @@ class App(Command[Settings]):
         self.health: HealthMonitor | None = None
         self.supervisor: BrokerSupervisor | None = None  # the embedded broker's watch, when there is one
         self.web: WebServer | None = None
+        self._web_sockets: list[socket.socket] = []  # the page's address, bound at start, served once all is up
         self.instance = InstanceLock(settings.lock_file)
         self._catch_up_logged_at = float("-inf")  # when progress through a backlog was last logged
 
     # -- start ----------------------------------------------------------------------------
     def start(self) -> None:
-        from streaming.kafka.broker import port_is_free
-
         s = self.settings
         log.info("Trade Summary: %s", s.describe())
         self._take_data_dir()
         self._check_java()
         self._check_tables_reachable()
-        if s.dashboard_enabled and not s.available_now and not port_is_free(s.port, s.host):
-            raise StartupError(f"port {s.port} on {s.host} is already in use, so the dashboard cannot start: "
-                               "choose another with --port N")
+        self._bind_web_address()
         self._start_kafka()
         self._supervise_broker()
         self._check_stop()
@@ -93,6 +91,22 @@ class App(Command[Settings]):
         except StorageUnreachable as exc:
             raise StartupError(f"{exc}. Check the bucket, the credentials and the endpoint (AWS_*, AZURE_*, "
                                "GOOGLE_* variables or --storage-option)") from None
+
+    def _bind_web_address(self) -> None:
+        """The page's (or /metrics') address is bound now, before Spark and the broker bind ports of
+        their own, and served once everything is up. Taken, it fails the start for the dashboard, and
+        costs only /metrics without one (the pipeline runs on, as before there were metrics)."""
+        from streaming.run.web import AddressUnusable, bind_address
+
+        s = self.settings
+        if s.available_now or (not s.dashboard_enabled and self.metrics is None):
+            return
+        try:
+            self._web_sockets = bind_address(s.host, s.port)
+        except AddressUnusable as exc:
+            if s.dashboard_enabled:
+                raise StartupError(f"the dashboard cannot start: {exc}") from None
+            log.warning("/metrics is not served: %s", exc)
 
     def _supervise_broker(self) -> None:
         from streaming.kafka.supervisor import BrokerSupervisor
@@ -159,15 +173,10 @@ class App(Command[Settings]):
         return exposition(status, self.lake)
 
     def _start_metrics_alone(self) -> None:
-        """--no-dashboard: /metrics alone on the dashboard's address; a port in use costs the
-        metrics only (the pipeline runs on, as it did before there were metrics)."""
-        from streaming.kafka.broker import port_is_free
-
+        """--no-dashboard: /metrics alone on the dashboard's address, when it could be bound."""
         s = self.settings
         assert self.metrics is not None
-        if not port_is_free(s.port, s.host):
-            log.warning("port %d on %s is in use: /metrics is not served (choose another with --port N)",
-                        s.port, s.host)
+        if not self._web_sockets:
             return
         self._serve(self.metrics(None, self._scrape(), (s.host, *s.allowed_hosts)), "metrics")
 
@@ -195,7 +204,7 @@ class App(Command[Settings]):
         from streaming.run.web import WebServer
 
         s = self.settings
-        self.web = WebServer(server, s.host, s.port, s.max_pages, what, on_stop)
+        self.web = WebServer(server, self._web_sockets, s.max_pages, what, on_stop)
         log.info("%s at http://%s:%d%s", what, s.host, s.port, "/metrics" if what == "metrics" else "")
 
     # -- run ------------------------------------------------------------------------------
@@ -281,6 +290,9 @@ class App(Command[Settings]):
             self.supervisor.stop()
         if self.web is not None:
             self.web.shutdown()
+        else:  # stopped before it was served
+            for sock in self._web_sockets:
+                sock.close()
         if self.simulator is not None:
             self.simulator.stop()
             log.info("producer stopped (%s trades sent)", f"{self.simulator.stats().sent:,}")

@@ -10,13 +10,16 @@ plus REQUEST_THREADS for everything else, so a full house of pages never starves
 
 from __future__ import annotations
 
+import errno
 import logging
+import socket
 import threading
 from typing import Any, Callable
 
 log = logging.getLogger("trade-summary")
 REQUEST_THREADS = 16  # threads for requests, besides those the pages' live connections hold
 CONNECTIONS_PER_PAGE = 6  # a browser opens up to six to one origin
+LISTEN_BACKLOG = 1024  # waitress' own
 # A reverse proxy on this machine (docs/running.md#tls-a-reverse-proxy-in-front) is believed about the
 # scheme and the client's address: the session cookie is then Secure, and failed logins are
 # counted per client rather than for the proxy as a whole. Anyone else's X-Forwarded-* is dropped.
@@ -38,18 +41,56 @@ def server_settings(max_pages: int) -> dict[str, Any]:
     }
 
 
+class AddressUnusable(RuntimeError):
+    """The web server's address cannot be bound; the message says why and what to do."""
+
+
+def bind_address(host: str, port: int) -> list[socket.socket]:
+    """Listens on host:port at once, on every address host resolves to as waitress would; a
+    WebServer answers later, in order, what came meanwhile. Held from the start, the port cannot be
+    taken by a socket the kernel numbers (Spark's, the broker's, an outgoing connection's), and a
+    second run fails at once. Listening, not just bound: a bound socket does not keep out another
+    that also sets SO_REUSEADDR, as every server does."""
+    from waitress.adjustments import Adjustments
+
+    try:
+        addresses = Adjustments(host=host, port=port).listen
+    except ValueError:
+        raise AddressUnusable(f"--host {host} is not a host name or address this machine can resolve") from None
+    sockets: list[socket.socket] = []
+    try:
+        for family, kind, protocol, address in addresses:
+            sock = socket.socket(family, kind, protocol)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as waitress: a restart need not wait
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind(address)
+            sock.listen(LISTEN_BACKLOG)
+    except OSError as exc:
+        for sock in sockets:
+            sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise AddressUnusable(f"port {port} on {host} is already in use: choose another with --port N") from None
+        if exc.errno == errno.EADDRNOTAVAIL:
+            raise AddressUnusable(f"--host {host} is not an address of this machine: use 127.0.0.1 (this machine "
+                                  "only), 0.0.0.0 (every network) or one of its own addresses") from None
+        raise AddressUnusable(f"cannot bind {host}:{port}: {exc.strerror or exc}") from None
+    return sockets
+
+
 class WebServer:
-    """Serves a WSGI app (a Flask server) on host:port from a thread of its own until shutdown().
+    """Serves a WSGI app (a Flask server) on sockets from bind_address, from a thread of its own until shutdown().
     on_stop runs first when it stops: it ends the pages' live connections, so their threads are free."""
 
-    def __init__(self, app: Any, host: str, port: int, max_pages: int, name: str,
+    def __init__(self, app: Any, sockets: list[socket.socket], max_pages: int, name: str,
                  on_stop: Callable[[], None] | None = None):
         import waitress
 
         self.app, self.on_stop = app, on_stop
         self._map: dict = {}  # waitress' socket map: closing all in it ends the loop
-        self._server = waitress.create_server(app, map=self._map, host=host, port=port, **server_settings(max_pages))
-        self.port = int(self._server.effective_port)
+        self._server = waitress.create_server(app, map=self._map, sockets=sockets, **server_settings(max_pages))
+        self.port = int(sockets[0].getsockname()[1])
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
@@ -62,17 +103,21 @@ class WebServer:
     def shutdown(self, timeout_s: float = 10.0) -> None:
         """Stops accepting, ends every connection and waits for the loop (then the port is free)."""
         from waitress import wasyncore
+        from waitress.trigger import trigger as Trigger
 
         if not self._thread.is_alive():
             return
         if self.on_stop is not None:
             self.on_stop()
-        # Sockets are closed in the loop's own thread: the trigger runs the closing there.
+        # Sockets are closed in the loop's own thread: a trigger (one a listening socket) runs the closing there.
+        triggers = [channel for channel in list(self._map.values()) if isinstance(channel, Trigger)]
         try:
-            self._server.trigger.pull_trigger(lambda: wasyncore.close_all(self._map))
+            if not triggers:
+                raise OSError("no wake-up pipe left")
+            triggers[0].pull_trigger(lambda: wasyncore.close_all(self._map))
         except OSError as exc:  # the trigger is closed already: close them from here
-            log.warning("the web server's wake-up pipe was closed before the stop (%s; listening: %s; "
-                        "%d connections): closing from this thread", exc, self._server.accepting, len(self._map))
+            log.warning("the web server's wake-up pipe was closed before the stop (%s; %d connections): "
+                        "closing from this thread", exc, len(self._map))
             wasyncore.close_all(self._map, ignore_all=True)
         self._thread.join(timeout_s)
         if self._thread.is_alive():

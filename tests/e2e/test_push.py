@@ -32,9 +32,9 @@ SERVE = """
 import sys, threading
 from dashboard.app import create_app
 from streaming.config import Settings
-from streaming.run.web import WebServer
+from streaming.run.web import WebServer, bind_address
 app = create_app(sys.argv[1], refresh_ms=int(sys.argv[3]), max_pages=Settings.max_pages)
-WebServer(app.server, "127.0.0.1", int(sys.argv[2]), Settings.max_pages, "dashboard")
+WebServer(app.server, bind_address("127.0.0.1", int(sys.argv[2])), Settings.max_pages, "dashboard")
 threading.Event().wait()  # served until the test kills it
 """
 

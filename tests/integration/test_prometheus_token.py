@@ -14,7 +14,7 @@ import pytest
 
 from streaming.config import Settings
 from streaming.run.users import Logins, add_user
-from streaming.run.web import WebServer
+from streaming.run.web import WebServer, bind_address
 from tests.support.kafka import free_port
 from tests.support.waiting import wait_for
 
@@ -34,7 +34,7 @@ def test_prometheus_scrapes_with_the_token_file_and_a_wrong_token_gets_nothing(t
     server = serve_metrics(None, lambda: (b"tradesummary_probe 1\n", "text/plain; version=0.0.4"), ("127.0.0.1",),
                            logins=logins)
     app_port, web_port = free_port(), free_port()
-    web = WebServer(server, "127.0.0.1", app_port, Settings.max_pages, "metrics")
+    web = WebServer(server, bind_address("127.0.0.1", app_port), Settings.max_pages, "metrics")
     target = {"static_configs": [{"targets": [f"127.0.0.1:{app_port}"]}]}
     (tmp_path / "prometheus.yml").write_text(json.dumps({  # JSON is YAML
         "global": {"scrape_interval": "1s", "scrape_timeout": "1s"},

@@ -15,7 +15,7 @@ import pytest
 from dashboard.app import create_app
 from dashboard.push import EVENTS_PATH
 from streaming.lake.store import Lake
-from streaming.run.web import WebServer
+from streaming.run.web import AddressUnusable, WebServer, bind_address
 from tests.support.kafka import free_port
 
 TIMEOUT_S = 20  # generous: a shared machine; each wait ends as soon as its answer comes
@@ -27,7 +27,7 @@ def serve():
     servers: list[WebServer] = []
 
     def start(app, max_pages: int = 2, on_stop=None) -> WebServer:
-        server = WebServer(app, "127.0.0.1", free_port(), max_pages, "test-web", on_stop)
+        server = WebServer(app, bind_address("127.0.0.1", free_port()), max_pages, "test-web", on_stop)
         servers.append(server)
         return server
 
@@ -94,8 +94,37 @@ def test_a_stop_ends_the_live_connections_and_frees_the_port_for_the_next_start(
     assert time.monotonic() - started < TIMEOUT_S
     with contextlib.suppress(http.client.IncompleteRead):  # cut between chunks
         page.read()  # the stream ended: read() returns instead of waiting for the next keep-alive
-    again = WebServer(flask.Flask("again"), "127.0.0.1", server.port, 2, "test-web-again")  # as a restart would
+    # as a restart would
+    again = WebServer(flask.Flask("again"), bind_address("127.0.0.1", server.port), 2, "test-web-again")
     again.shutdown()
+
+
+def test_the_address_is_held_from_the_start_and_what_comes_early_is_answered_once_served():
+    app = flask.Flask("held")
+    app.add_url_rule("/", "root", lambda: "served")
+    port = free_port()
+    sockets = bind_address("127.0.0.1", port)
+    try:
+        with pytest.raises(AddressUnusable, match=f"port {port} on 127.0.0.1 is already in use: .* --port N"):
+            bind_address("127.0.0.1", port)  # a second run, or anything else, meanwhile
+        early = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT_S)
+        early.request("GET", "/")  # before anything serves the address
+        server = WebServer(app, sockets, 2, "test-web-held")
+    except BaseException:
+        for sock in sockets:
+            sock.close()
+        raise
+    try:
+        assert early.getresponse().read() == b"served"
+    finally:
+        server.shutdown()
+
+
+def test_an_address_this_machine_does_not_have_is_named_with_what_to_use_instead():
+    with pytest.raises(AddressUnusable, match="--host 192.0.2.1 is not an address of this machine: use 127.0.0.1"):
+        bind_address("192.0.2.1", free_port())  # TEST-NET-1, never assigned
+    with pytest.raises(AddressUnusable, match="--host no-such-host.invalid is not a host name"):
+        bind_address("no-such-host.invalid", free_port())
 
 
 def test_a_proxy_on_this_machine_is_believed_about_the_scheme_and_the_client(serve):

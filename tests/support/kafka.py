@@ -8,7 +8,6 @@ import json
 import logging
 import os
 import signal
-import socket
 import time
 import uuid
 from pathlib import Path
@@ -18,17 +17,11 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from streaming.kafka.admin import ensure_topic, wait_until_reachable
-from streaming.kafka.broker import EmbeddedBroker, is_running
+from streaming.kafka.broker import EmbeddedBroker, free_port, is_running
 
 LOGGER = logging.getLogger("tests.kafka")
 # Room for the over-1-MiB record of the bad-input corpus (the broker default is 1 MB).
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @contextlib.contextmanager

@@ -281,6 +281,7 @@ def test_the_run_passes_its_bind_address_and_allow_host_to_the_dashboard(tmp_pat
 
     app = App(settings, dashboard=factory)
     app.health = SimpleNamespace(snapshot=lambda: {})
+    app._bind_web_address()
     app._start_dashboard()
     try:
         assert made[0][5] == ("127.0.0.1", "dash.internal")

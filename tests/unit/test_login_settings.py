@@ -98,6 +98,7 @@ def test_the_run_hands_its_logins_to_the_page_and_to_metrics_alone(tmp_path, use
                             metrics_token_file=None if dashboard else tmp_path / "token")
         app = _app(settings, create_dashboard, serve_metrics)
         app.health = SimpleNamespace(snapshot=lambda: {})  # type: ignore[assignment]
+        app._bind_web_address()
         app._start_dashboard() if dashboard else app._start_metrics_alone()
         try:
             assert app.web is not None

@@ -201,6 +201,7 @@ def test_the_run_serves_metrics_on_the_dashboards_port_and_alone_with_no_dashboa
                             dashboard_enabled=dashboard)
         app = App(settings, dashboard=create_dashboard, metrics=serve_metrics)
         app.health = SimpleNamespace(snapshot=lambda: SNAPSHOT)  # type: ignore[assignment]
+        app._bind_web_address()
         app._start_dashboard() if dashboard else app._start_metrics_alone()
         try:
             text = get_text(f"http://127.0.0.1:{settings.port}/metrics")
