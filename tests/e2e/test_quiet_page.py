@@ -5,7 +5,6 @@ the page in Chromium, counting its Dash callback requests and the server-sent ev
 import json
 import os
 import shutil
-import time
 
 import pytest
 
@@ -58,11 +57,13 @@ def test_an_idle_page_is_quiet_and_a_trade_reaches_it_with_no_request(app, page)
     page.goto(app.url)
     wait_for_text(page, "#push-state", "Live", timeout=60_000)
     wait_for_text(page, "#kpi-cards", "$100", timeout=90_000)
-    time.sleep(10)  # the page settles: its first callbacks, Spark's first idle reports
+    # Waits through Playwright, not time.sleep: its sync API records a request at its next call,
+    # so one made during a sleep would be missed, or counted after the count was cleared.
+    page.wait_for_timeout(10_000)  # the page settles: its first callbacks, Spark's first idle reports
 
     page.callbacks.clear()
     pushes = page.evaluate("window.pushesSeen")
-    time.sleep(20)
+    page.wait_for_timeout(20_000)
     quiet = len(page.callbacks) + page.evaluate("window.pushesSeen") - pushes
     assert quiet <= 6, page.callbacks  # before: 5 requests a push, a push every 2 s
 
@@ -70,6 +71,6 @@ def test_an_idle_page_is_quiet_and_a_trade_reaches_it_with_no_request(app, page)
     app.writer.send(trade("q2", "BUY", 3, 100.0, DAY + "09:02:00Z"))
     wait_for_text(page, "#kpi-cards", "$400", timeout=60_000)
     wait_for_text(page, "#status-line", "Watermark", timeout=10_000)
-    time.sleep(1.0)
+    page.wait_for_timeout(1_000)
     asked = [output for output in page.callbacks if any(panel in output for panel in PUSHED_PANELS)]
     assert asked == [] and page.evaluate("window.pushesSeen") > pushes
