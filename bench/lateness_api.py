@@ -37,7 +37,8 @@ import pyarrow.parquet as pq
 from bench import seed
 from bench.command_line import DOCS, require_positive, run_tool, tool_parser
 from bench.report import machine, write_section
-from bench.time_machine import Server, colds, percentile, spread, verdict, visits
+from bench.results import percentile
+from bench.time_machine import Server, colds, spread, verdict, visits
 from dashboard.api import lateness_json, lateness_points
 from dashboard.readers import DAYS_KEPT, LatenessReader
 from streaming.config import Settings

@@ -13,7 +13,7 @@ from bench.app_run import LakeRun
 from bench.browser_page import BrowserRun
 from bench.phases import latencies
 from bench.report import machine
-from bench.results import Results
+from bench.results import percentile
 from dashboard.push import GOLD_GAP_S, POLL_S
 
 COMMAND = "python -m bench.live_page"
@@ -30,10 +30,6 @@ BEFORE = {1: (181, 156), 10: (657, 173), 30: (1852, 532)}
 CONDITION_FIGURES = (("update_p50_ms", "{:.0f}"), ("update_p95_ms", "{:.0f}"), ("updates_per_viewer_s", "{:.2f}"),
                      ("batch_median_ms", "{:.0f}"), ("batch_p95_ms", "{:.0f}"), ("freshness_p95_s", "{:.2f}"),
                      ("driver_cpu_per_s", "{:.2f}"), ("viewers_cpu_per_s", "{:.2f}"), ("errors", "{:d}"))
-
-
-def percentile(values: list[float], p: float) -> float:
-    return Results().percentile(values, p)  # the bench's own rule, for every figure
 
 
 # -- the blocks -------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from bench import app_run, seed
 from bench.app_run import LakeRun
 from bench.command_line import WARM_SECONDS, add_app_run_arguments, require_positive, run_tool, tool_parser
 from bench.report import machine, write_section
-from bench.results import Results
+from bench.results import percentile
 
 log = logging.getLogger("bench")
 COMMAND = "python -m bench --long-run"
@@ -68,10 +68,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 # -- the figures ------------------------------------------------------------------------------
-def percentile(values: list[float], p: float) -> float:
-    return Results().percentile(values, p)  # the bench's own rule, for every figure
-
-
 def figures(run: LakeRun) -> dict[str, float]:
     return {"restart_s": run.restart_s, "driver_rss_mb": run.peak("driver"),
             "batch_p95_ms": percentile(run.in_window(run.batches), 95),

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from bench import scrape_bursts
 from bench.app_run import GROUPS, LakeRun
 from bench.report import machine
-from bench.results import Results
+from bench.results import percentile
 from bench.scrape_bursts import BurstRun
 
 COMMAND = "python -m bench.metrics_scrape"
@@ -63,10 +63,6 @@ def split(schedule: list[Block], series: list) -> dict[str, list]:
 
 
 # -- the figures ------------------------------------------------------------------------------
-def percentile(values: list[float], p: float) -> float:
-    return Results().percentile(values, p)  # the bench's own rule, for every figure
-
-
 @dataclass
 class ScrapeRun:
     """What the run measured: the blocks, the run's series (app_run.LakeRun), the scrapes, CPU."""

@@ -20,7 +20,7 @@ from pathlib import Path
 from bench.app_run import AppRun, LakeRun
 from bench.browser_page import CHROMIUM, CHROMIUM_ARGS, DRAIN, OBSERVER, VIEWPORT
 from bench.command_line import WARM_SECONDS, require_positive, run_tool, tool_parser
-from bench.live_page_figures import percentile
+from bench.results import percentile
 from dashboard import ids
 
 COMMAND = "python -m bench.page_profile"

@@ -16,6 +16,14 @@ TARGETS = {
 }
 
 
+def percentile(values: list[float], p: float) -> float:
+    """The bench's own rule, for every figure: the nearest rank (no interpolation); nan for none."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(p / 100 * len(ordered)) - 1))]
+
+
 @dataclass
 class Results:
     trades: int = 0
@@ -54,11 +62,9 @@ class Results:
         cpu = sum(self.cpu_s.get("freshness", {}).values())
         return cpu / trades * 1e6 if trades else float("nan")
 
-    def percentile(self, values: list[float], p: float) -> float:
-        if not values:
-            return float("nan")
-        ordered = sorted(values)
-        return ordered[min(len(ordered) - 1, max(0, round(p / 100 * len(ordered)) - 1))]
+    @staticmethod
+    def percentile(values: list[float], p: float) -> float:
+        return percentile(values, p)
 
     @property
     def ratio_to_broker(self) -> float:

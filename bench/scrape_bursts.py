@@ -34,7 +34,7 @@ from typing import Callable
 import requests
 
 from bench.load import BENCH_DAY, new_producer
-from bench.results import Results
+from bench.results import percentile
 from bench.sampling import cpu_ticks
 from streaming.simulation.market import MARKET_CLOSE, SYMBOLS, make_trade, market_open_on
 
@@ -272,7 +272,7 @@ def throughput_line(result: BurstRun, limit: float) -> str:
     ratio_ge_0.91=yes|no burst_scrapes=N burst_scrape_p95_ms=ms`."""
     rates, ratio = result.rates(), result.ratio()
     scrapes = [ms for _, ms, _ in result.scrapes]
-    p95 = Results().percentile(scrapes, 95)  # the bench's own rule, as metrics_scrape.percentile
+    p95 = percentile(scrapes, 95)
     measured = [burst for burst in result.bursts if burst.name in "AB"]
     return (f"metrics-scrape throughput: bursts={len(measured)} burst_trades={measured[0].trades if measured else 0} "
             f"A={rates['A']:.0f} B={rates['B']:.0f} ratio={ratio:.2f} "

@@ -50,7 +50,7 @@ import pyarrow.compute as pc
 from bench import seed
 from bench.command_line import log_to_terminal, require_positive, stop_on_sigterm, tool_parser
 from bench.report import machine, write_section
-from bench.results import Results
+from bench.results import percentile
 from dashboard import figures
 from dashboard.app import create_app
 from dashboard.context import PageReaders
@@ -281,10 +281,6 @@ def measure_draws(lake: Lake, days: list[str], spans: dict, rng: random.Random) 
 
 
 # -- the figures --------------------------------------------------------------------------------
-def percentile(values: list[float], p: float) -> float:
-    return Results().percentile(values, p)  # the bench's own rule, for every figure
-
-
 def spread(values: list[float]) -> str:
     """'p50 / p95 / max ms (n)'."""
     if not values:
