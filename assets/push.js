@@ -123,8 +123,9 @@
         // with no request (the server's callbacks take the snapshot store as State). The tick moves (the server then works out this page's
         // view) for a push in a view of the page's own, and for a quarantine change while the
         // panel shows a reason or another day.
-        // choiceValues: the page's choices the pushed panels were drawn with, in config.choices' order.
-        follow: function (pushed, day, channel, symbol, tick, reason, filterTick, chartDraw, ...choiceValues) {
+        // tab: the tab shown. choiceValues: the page's choices the pushed panels were drawn with, in
+        // config.choices' order.
+        follow: function (pushed, day, channel, symbol, tick, reason, filterTick, chartDraw, tab, ...choiceValues) {
             const noUpdate = window.dash_clientside.no_update;
             const triggered = (window.dash_clientside.callback_context.triggered || []).map(t => t.prop_id);
             const byPush = pushed && config !== null && triggered.some(id => id.startsWith(config.pushed + "."));
@@ -151,6 +152,11 @@
                 ticks = ticks || (resync && !shared);
                 quarantineChanges = changes;
                 resync = false;
+                // The shown tab's own tick, if it has one, says something new came: a tab that
+                // follows the push this way costs the page nothing while it is hidden.
+                if (config.tabTicks[tab]) {
+                    setProps(config.tabTicks[tab], {data: Date.now()});
+                }
             }
             let snapshot = noUpdate;
             let chart = noUpdate;

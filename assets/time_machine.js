@@ -12,17 +12,31 @@ window.dccFunctions.utcClock = function (seconds) {
 window.dash_clientside = window.dash_clientside || {};
 window.dash_clientside.timeMachine = (function () {
     let end = null;  // the slider's max before this change
+
+    function isLive(value, max) {
+        return value === null || value === undefined || (max !== null && max !== undefined && value >= max);
+    }
+
     return {
-        follow: function (max, disabled, value) {
-            const live = value === null || value === undefined || (end !== null && value >= end);
-            end = max;
-            return !disabled && live && value !== max ? max : window.dash_clientside.no_update;
-        },
-        // The slider's value passed on to the server (time_machine.choose_instant) unless it is
-        // Live and the page already says so: the handle following each new change costs no request.
-        choose: function (value, max, label) {
-            const live = value === null || value === undefined || (max !== null && max !== undefined && value >= max);
-            return live && label === "Live" ? window.dash_clientside.no_update : value;
+        // One callback for a new end (a push) and a new value (the user, Play, Live): a push sets
+        // off one callback, not two. Returns the handle's new value and the instant passed on to
+        // the server (time_machine.choose_instant), unless it is Live and the page already says
+        // so: the handle following each new change costs no request.
+        move: function (max, value, disabled, label) {
+            const clientside = window.dash_clientside;
+            const noUpdate = clientside.no_update;
+            const triggered = ((clientside.callback_context || {}).triggered || []).map(t => t.prop_id);
+            let handle = noUpdate;
+            if (max !== end) {
+                const follows = !disabled && isLive(value, end) && value !== max;
+                end = max;
+                if (follows) {
+                    handle = value = max;
+                } else if (!triggered.some(id => id.endsWith(".value"))) {
+                    return [noUpdate, noUpdate];  // only the end moved, without the handle
+                }
+            }
+            return [handle, isLive(value, max) && label === "Live" ? noUpdate : value];
         },
     };
 })();

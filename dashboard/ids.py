@@ -39,6 +39,8 @@ KAFKA_LAG = "kafka-lag"
 LAG_SPARKLINE = "lag-sparkline"
 
 KPI_CARDS = "kpi-cards"
+KPI_VALUES = ("kpi-buy-value", "kpi-sell-value", "kpi-settlement-value", "kpi-trades-value",
+              "kpi-corrections-value", "kpi-too-late-value")  # the cards' values, in their order
 DAY_PICKER = "day-picker"
 CHANNEL_FILTER = "channel-filter"
 SYMBOL_FILTER = "symbol-filter"
@@ -104,5 +106,5 @@ LATENESS_SENTENCE = "lateness-sentence"
 LATENESS_DELAY = "lateness-delay"
 LATENESS_DISTRIBUTION = "lateness-distribution"
 LATENESS_CURVE = "lateness-curve"
-LATENESS_TICK = "lateness-tick"  # moved by a new snapshot while the tab is open
+LATENESS_TICK = "lateness-tick"  # moved by the tab opened, another day or a push, while the tab is open
 LATENESS_TAB = "lateness-tab-id"

@@ -241,15 +241,14 @@ def register(app: Dash, context: PageContext) -> None:
             return no_update, no_update, no_update, no_update
         return new
 
-    # In Live the handle follows the newest instant to the slider's new right end, in the page:
-    # it alone knows where the end was before (assets/time_machine.js).
-    app.clientside_callback(ClientsideFunction("timeMachine", "follow"),
-                            Output(ids.TM_SLIDER, "value", allow_duplicate=True), Input(ids.TM_SLIDER, "max"),
-                            State(ids.TM_SLIDER, "disabled"), State(ids.TM_SLIDER, "value"), prevent_initial_call=True)
-
-    # The handle following the newest change in Live asks the server nothing (assets/time_machine.js).
-    app.clientside_callback(ClientsideFunction("timeMachine", "choose"), Output(ids.TM_CHOSEN, "data"),
-                            Input(ids.TM_SLIDER, "value"), State(ids.TM_SLIDER, "max"), State(ids.TM_LABEL, "children"))
+    # In Live the handle follows the newest instant to the slider's new right end, in the page: it
+    # alone knows where the end was before; and the handle following it asks the server nothing
+    # (assets/time_machine.js). The callback sets its own input, which Dash does not call it back for.
+    app.clientside_callback(ClientsideFunction("timeMachine", "move"),
+                            Output(ids.TM_SLIDER, "value", allow_duplicate=True), Output(ids.TM_CHOSEN, "data"),
+                            Input(ids.TM_SLIDER, "max"), Input(ids.TM_SLIDER, "value"),
+                            State(ids.TM_SLIDER, "disabled"), State(ids.TM_LABEL, "children"),
+                            prevent_initial_call=True)
 
     @app.callback(Output(ids.AS_OF, "data"), Output(ids.TM_LABEL, "children"), Input(ids.TM_CHOSEN, "data"),
                   State(ids.DAY_PICKER, "value"), State(ids.TM_SLIDER, "max"), State(ids.TM_LABEL, "children"))

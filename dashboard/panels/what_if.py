@@ -156,12 +156,11 @@ def chosen_delay(answer: dict, position) -> float | None:
 
 
 def register(app: Dash, context: PageContext) -> None:
-    # The tab opened, another day, or a new snapshot move the tick, only while the tab is open
-    # (assets/what_if.js): hidden, the tab costs no request.
+    # The tab opened or another day move the tick, and so does a push (assets/push.js), only while
+    # the tab is open (assets/what_if.js): hidden, the tab costs no request.
     app.clientside_callback(ClientsideFunction("whatIf", "follow"), Output(ids.LATENESS_TICK, "data"),
-                            Input(ids.SNAPSHOT, "data"), Input(ids.PAGE_TABS, "value"), Input(ids.DAY_PICKER, "value"),
-                            State(ids.LATENESS_TAB, "data"), State(ids.LATENESS_TICK, "data"),
-                            prevent_initial_call=True)
+                            Input(ids.PAGE_TABS, "value"), Input(ids.DAY_PICKER, "value"),
+                            State(ids.LATENESS_TAB, "data"), prevent_initial_call=True)
 
     # The slider is an input and, once, an output (the run's delay at the first draw): one request a draw.
     @app.callback(Output(ids.LATENESS_SENTENCE, "children"), Output(ids.LATENESS_DISTRIBUTION, "figure"),

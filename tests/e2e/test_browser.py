@@ -312,7 +312,7 @@ def lateness(app: RunningApp, day: str) -> dict:
         return json.load(answer)
 
 
-def test_the_lateness_tab_draws_and_its_sentence_follows_the_day(tmp_path, page):
+def test_the_lateness_tab_draws_follows_each_push_and_its_sentence_follows_the_day(tmp_path, page):
     app = RunningApp(tmp_path, "--no-producer")
     past = (datetime.now(timezone.utc) - timedelta(days=1)).strftime("%Y-%m-%d")
     try:
@@ -332,6 +332,11 @@ def test_the_lateness_tab_draws_and_its_sentence_follows_the_day(tmp_path, page)
         wait_for_text(page, "#lateness-sentence", "1 of 3 trades (33.333%) were too late", timeout=60_000)
         page.wait_for_selector("#lateness-curve .js-plotly-plot .scatterlayer .trace")
         page.wait_for_selector("#lateness-distribution .js-plotly-plot .barlayer .trace")
+        # The open tab follows each push: one more trade too late, and its sentence says so.
+        today = datetime.fromisoformat(f"{DAY[:10]}T10:00:00+00:00")
+        app.writer.send(trade(f"{DAY[:10]}-90", "SELL", 1, 10.0,
+                              (today - timedelta(minutes=90)).strftime("%Y-%m-%dT%H:%M:%SZ")))
+        wait_for_text(page, "#lateness-sentence", "2 of 4 trades (50.000%) were too late", timeout=60_000)
         page.click("#day-picker")
         page.get_by_role("option", name=datetime.fromisoformat(past).strftime("%a %d %b %Y")).click()
         wait_for_text(page, "#lateness-sentence", f"{past}: with 30 minutes, 1 of 2 trades (50.000%) were too late",

@@ -208,14 +208,24 @@ def test_none_or_the_right_end_is_live_and_any_instant_before_it_is_not():
     assert not is_live(T0_S + 120, None) and not is_live("abc", T0_S + 120)  # no max known: only None is Live
 
 
-def followed(calls: list[tuple]) -> list:
-    """What assets/time_machine.js's follow(max, disabled, value) gives the slider's value for each
-    change of its max, in one page (node; "keep" for no_update)."""
+def moved(calls: list[tuple]) -> list:
+    """What assets/time_machine.js's move(max, value, disabled, label) gives for each call, in one
+    page (node; "keep" for no_update): [the slider's new value, the instant passed on]. A call is
+    (triggered, max, value, disabled, label), triggered being the props that changed."""
     script = ("const window = {dash_clientside: {no_update: 'keep'}};\n" + FOLLOW_JS.read_text()
-              + "\nconsole.log(JSON.stringify(JSON.parse(process.argv[1]).map("
-                "c => window.dash_clientside.timeMachine.follow(...c))));")
+              + "\nconst tm = window.dash_clientside.timeMachine;"
+                "\nconsole.log(JSON.stringify(JSON.parse(process.argv[1]).map(([triggered, ...args]) => {"
+                "\n  window.dash_clientside.callback_context = "
+                f"{{triggered: triggered.map(p => ({{prop_id: '{ids.TM_SLIDER}.' + p}}))}};"
+                "\n  return tm.move(...args); })));")
     done = subprocess.run(["node", "-e", script, json.dumps(calls)], capture_output=True, text=True, check=True)
     return json.loads(done.stdout)
+
+
+def followed(calls: list[tuple]) -> list:
+    """The slider's value move() gives for each change of its max alone, (max, disabled, value), in Live."""
+    return [handle for handle, _ in moved([(["max"], high, value, disabled, LIVE_LABEL)
+                                           for high, disabled, value in calls])]
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node runs the page's follow")
@@ -235,6 +245,22 @@ def test_another_day_moves_the_handle_from_the_old_days_end_to_the_new_days():
     assert followed([(old[1], False, None), (new[1], False, end)]) == [old[1], new[1]]
     # Through a day without history (a disabled slider, 0 to 0) the handle waits for the next day's end.
     assert followed([(old[1], False, None), (0, True, end), (new[1], False, end)]) == [old[1], "keep", new[1]]
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node runs the page's move")
+def test_the_handle_following_in_live_passes_nothing_on_and_a_chosen_instant_is_passed_on():
+    first, second = T0_S + 60, T0_S + 120
+    assert moved([(["max"], first, None, False, LIVE_LABEL)]) == [[first, "keep"]]
+    # Dragged back: the instant goes to the server; the next new end leaves it there, and sends nothing.
+    assert moved([(["max"], first, None, False, LIVE_LABEL), (["value"], first, T0_S + 30, False, LIVE_LABEL),
+                  (["max"], second, T0_S + 30, False, "as of")]) == [[first, "keep"], ["keep", T0_S + 30],
+                                                                      ["keep", "keep"]]
+    # Dragged while the end moves: the drag is passed on.
+    assert moved([(["max"], first, None, False, LIVE_LABEL),
+                  (["max", "value"], second, T0_S + 30, False, LIVE_LABEL)])[-1] == ["keep", T0_S + 30]
+    # Back at the end while the label still shows an instant: Live is passed on, for the label.
+    assert moved([(["max"], first, None, False, LIVE_LABEL), (["value"], first, first, False, "as of")])[-1] == [
+        "keep", first]
 
 
 def test_the_right_end_shows_the_live_chart_and_a_step_back_the_day_as_it_stood(client):

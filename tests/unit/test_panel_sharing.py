@@ -15,12 +15,13 @@ from dashboard import ids
 from dashboard.app import create_app
 from dashboard.client import chart_choices, draw_chart, from_store, store_snapshot
 from dashboard.panel_cache import PanelCache
+from dashboard.panels import kpis
 from dashboard.push import Publisher
 from streaming.lake.store import Lake
 from tests.unit.test_push import DAY, write_window
 
 PANELS = {"chart": 1, "kpis": 1, "feeds": 1, "health": 1, "slider": 1}
-KPIS = [f"{ids.DAY_PICKER}.options", f"{ids.KPI_CARDS}.children", f"{ids.CHART_NOTE}.children"]
+KPIS = [f"{i}.{prop}" for i, prop in kpis.DRAWING.outputs]
 SLIDER = [f"{ids.TM_SLIDER}.min", f"{ids.TM_SLIDER}.max", f"{ids.TM_SLIDER}.marks", f"{ids.TM_SLIDER}.disabled"]
 SLIDER_AT_REST = {f"{ids.TM_SLIDER}.min": 0, f"{ids.TM_SLIDER}.max": 0, f"{ids.TM_SLIDER}.disabled": True}
 
