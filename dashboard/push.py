@@ -42,6 +42,7 @@ EVENTS_PATH = "/api/events"
 POLL_S = 0.05  # how often the publisher looks for a change while a page is connected
 GOLD_GAP_S = 0.2  # a new gold version goes out at the next look once the last push is this old
 MIN_GAP_S = 0.5  # anything else (the status, quarantine) at most once per gap: together with what came meanwhile
+FILTER_LOOK_S = 2.0  # the newest day's channels and symbols are looked at this often: they seldom change
 KEEP_ALIVE_S = 15.0  # a comment this often: a closed page is noticed at the next write
 STREAM_S = 600.0  # a stream says bye and ends then, and EventSource reconnects: no thread waits for ever
 RETRY_MS = 1000  # how soon EventSource reconnects after the connection drops
@@ -149,7 +150,7 @@ class Publisher:
         self._quarantine_view: dict | None = None
         self._quarantine_changes = 0
         self._filter_values: tuple | None = None
-        self._filter_changes = 0
+        self._filter_changes, self._filters_read_at = 0, -math.inf
         self._subscribers = 0
         self._stopping = False
         self._thread: threading.Thread | None = None
@@ -190,7 +191,9 @@ class Publisher:
                 and day == self._quarantine[2]):
             self._quarantine, self._quarantine_changes = (counts, newest, day), self._quarantine_changes + 1
             self._quarantine_view = quarantine_view(counts or [], newest or [], day, None)
-        filters = self._read_filter_values()
+        filters = None
+        if self.clock() - self._filters_read_at >= FILTER_LOOK_S:
+            filters, self._filters_read_at = self._read_filter_values(), self.clock()
         if filters is not None and filters != self._filter_values:
             self._filter_values, self._filter_changes = filters, self._filter_changes + 1
         return {"quarantine": self._quarantine_view, "quarantine_changes": self._quarantine_changes,
