@@ -83,9 +83,8 @@ def news(snapshot: dict | None) -> dict | None:
 
 
 def panels_drawn(snapshot: dict) -> list[dict]:
-    """The outputs of each panel drawn from the snapshot, with the default choices (Drawing.for_push):
-    a page in the default view sets them itself (assets/push.js). A panel that fails to draw is
-    left out: the page keeps it as it was, and the log says why."""
+    """Each panel's outputs drawn from the snapshot with the default choices (Drawing.for_push), which
+    a page in the default view sets itself (assets/push.js). A panel that fails to draw is left out."""
     drawn = []
     for drawing in DRAWN_FROM_SNAPSHOT:
         try:
@@ -191,16 +190,14 @@ class Publisher:
                 and day == self._quarantine[2]):
             self._quarantine, self._quarantine_changes = (counts, newest, day), self._quarantine_changes + 1
             self._quarantine_view = quarantine_view(counts or [], newest or [], day, None)
-        filters = None
-        if self.clock() - self._filters_read_at >= FILTER_LOOK_S:
-            filters, self._filters_read_at = self._read_filter_values(), self.clock()
+        filters = self._read_filter_values() if self.clock() - self._filters_read_at >= FILTER_LOOK_S else None
         if filters is not None and filters != self._filter_values:
             self._filter_values, self._filter_changes = filters, self._filter_changes + 1
         return {"quarantine": self._quarantine_view, "quarantine_changes": self._quarantine_changes,
                 "filter_changes": self._filter_changes}
 
     def _read_filter_values(self) -> tuple | None:
-        values = self.context.filter_values
+        values, self._filters_read_at = self.context.filter_values, self.clock()
         try:
             return values.read(self.context.shown_day(None)) if values is not None else ([], [])
         except Exception as exc:  # noqa: BLE001 - the options only: the snapshot is pushed all the same
