@@ -8,6 +8,8 @@ import base64
 import numpy as np
 
 from dashboard import ids
+from dashboard.context import Drawing
+from dashboard.panels import corrections, health, kpis
 
 
 def decode(values):
@@ -74,14 +76,14 @@ def draw_chart(client, snapshot: dict, first_reported: bool = True) -> dict:
                       chart_choices(first_reported=["on"] if first_reported else []))[ids.CHART]["figure"]
 
 
+def outputs_of(drawing: Drawing) -> list[str]:
+    return [f"{i}.{prop}" for i, prop in drawing.outputs]
+
+
 def draw_panels(client, snapshot: dict) -> None:
     """Every other callback drawn from the store: KPI cards, feeds, status and health."""
-    from_store(client, [f"{ids.DAY_PICKER}.options", f"{ids.KPI_CARDS}.children", f"{ids.CHART_NOTE}.children"],
-               snapshot)
-    from_store(client, [f"{ids.STATUS_LINE}.children", f"{ids.LATE_COUNTERS}.children",
-                        f"{ids.CORRECTIONS_FEED}.children", f"{ids.LATE_TRADES_LIST}.children"], snapshot)
-    from_store(client, [f"{ids.HEALTH_QUERIES}.children", f"{ids.KAFKA_LAG}.children", f"{ids.LAG_SPARKLINE}.figure"],
-               snapshot)
+    for drawing in (kpis.DRAWING, corrections.DRAWING, health.DRAWING):
+        from_store(client, outputs_of(drawing), snapshot)
 
 
 def refresh_page(client, day=None) -> dict:

@@ -9,7 +9,7 @@ import pytest
 
 from dashboard import ids
 from dashboard.app import create_app
-from dashboard.client import call, chart_choices, decode, from_store, store_snapshot
+from dashboard.client import call, chart_choices, decode, from_store, refresh_page, store_snapshot
 from dashboard.data import (
     CORRECTION_COLUMNS,
     GOLD_COLUMNS,
@@ -328,6 +328,14 @@ def test_kpi_cards_sum_the_day_with_currency_and_thousands_separators(tmp_path):
     drawn = from_store(client, KPI_OUTPUTS, snapshot)
     assert [drawn[i]["children"] for i in ids.KPI_VALUES] == ["$1,250", "$1,100", "$150", "6", "1", "1"]
     assert "Mon 02 Mar 2026" in json.dumps(drawn) and "Sun 01 Mar 2026" in json.dumps(drawn)
+
+
+def test_a_page_refresh_as_the_benchmark_runs_it_draws_every_panel(tmp_path):
+    # dashboard/client.refresh_page (the long run's and the soak's page read) calls each panel's
+    # callback by its outputs: each must match the panel's registered callback.
+    write_gold(tmp_path, WINDOWS)
+    figure = refresh_page(create_app(tmp_path).server.test_client())
+    assert [t["name"] for t in figure["data"]][:3] == ["Total buy", "Total sell", "Settlement (buy − sell)"]
 
 
 def test_day_picker_shows_an_earlier_trading_day(tmp_path):
