@@ -35,6 +35,8 @@ BACKFILL_APPLY = "backfill-apply"
 RECONCILE_MESSAGE = "reconcile-message"
 
 HEALTH_QUERIES = "health-queries"
+HEALTH_NOTES = "health-notes"  # Kafka's data loss and the broker's restarts, when there are any
+HEALTH_PRODUCER = "health-producer"
 KAFKA_LAG = "kafka-lag"
 LAG_SPARKLINE = "lag-sparkline"
 

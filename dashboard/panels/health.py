@@ -6,15 +6,18 @@ from dash import Dash, Input, Output, State, dcc, html
 
 from dashboard import figures, ids
 from dashboard.context import Drawing, PageContext
-from dashboard.formatting import feed_table
+from dashboard.formatting import markdown_table
 
 
 def layout() -> html.Section:
+    """The tables are Markdown and the lines text: a push that changes a cell makes no component anew."""
     return html.Section(className="panel health", children=[
         html.H2("Pipeline health"),
-        html.Div(id=ids.HEALTH_QUERIES),
+        dcc.Markdown(id=ids.HEALTH_QUERIES, className="feed-md"),
+        html.Div(id=ids.HEALTH_NOTES),
+        html.P(id=ids.HEALTH_PRODUCER, className="health-producer"),
         html.Div(className="health-lag", children=[
-            html.Div(id=ids.KAFKA_LAG),
+            dcc.Markdown(id=ids.KAFKA_LAG, className="feed-md"),
             dcc.Graph(id=ids.LAG_SPARKLINE, className="sparkline", config={"displayModeBar": False}),
         ]),
     ])
@@ -24,14 +27,13 @@ def _rate(value) -> str:
     return "—" if value is None else f"{value:,.0f}/s"
 
 
-def health_table(snapshot: dict | None):
+def queries_table(snapshot: dict | None) -> str:
     """Per query: state (with the error; "resuming from its checkpoint" until its first batch
     after a restart, its lag and watermark the checkpoint's), batch, rates, duration, watermark.
     (The stream keeps no Spark state, so there are no state rows or watermark drops to show: the
     too-late list has them.)"""
-    status = (snapshot or {}).get("status", {})
     rows = []
-    for q in status.get("queries", []):
+    for q in (snapshot or {}).get("status", {}).get("queries", []):
         state = f"FAILED: {q['error'][:300]}" if q["error"] else "active" if q["active"] else "stopped"
         if q.get("resumed") and not q["error"]:  # no batch since the restart: its checkpoint's figures
             state += ", resuming from its checkpoint"
@@ -39,21 +41,28 @@ def health_table(snapshot: dict | None):
                      _rate(q["input_rows_per_second"]), _rate(q["processed_rows_per_second"]),
                      "—" if q["batch_duration_ms"] is None else f"{q['batch_duration_ms']:,} ms",
                      (q["watermark"] or "—")[:19].replace("T", " ")])
-    table = feed_table(["Query", "Status", "Batch", "Input", "Processed", "Batch duration", "Watermark"], rows,
-                       "No streaming query in this run.")
-    producer = status.get("producer")
-    line = ("Producer: not available in this run." if producer is None else
+    return markdown_table(["Query", "Status", "Batch", "Input", "Processed", "Batch duration", "Watermark"], rows,
+                          "No streaming query in this run.")
+
+
+def health_notes(snapshot: dict | None) -> list:
+    """Kafka's data loss and the embedded broker's restarts, a line each; none most of the time."""
+    status = (snapshot or {}).get("status", {})
+    losses = [f"Kafka data loss, {q['data_loss']}" for q in status.get("queries", []) if q.get("data_loss")]
+    losses += [f"Records Kafka removed before they were read: {q['records_lost']:,} in all (the batch "
+               "ledger counts them per batch)." for q in status.get("queries", [])
+               if q.get("records_lost") and not q.get("data_loss")]
+    return [html.P(text, className="health-data-loss") for text in [*losses, *broker_lines(status.get("broker"))]]
+
+
+def producer_line(snapshot: dict | None) -> str:
+    producer = (snapshot or {}).get("status", {}).get("producer")
+    return ("Producer: not available in this run." if producer is None else
             f"Producer {'on' if producer['enabled'] else 'off'} · {producer['rate']:g} trades/s · "
             f"sent {producer['sent']:,} · failed {producer['failed']:,}")
-    losses = [html.P(f"Kafka data loss, {q['data_loss']}", className="health-data-loss")
-              for q in status.get("queries", []) if q.get("data_loss")]
-    losses += [html.P(f"Records Kafka removed before they were read: {q['records_lost']:,} in all (the batch "
-                      "ledger counts them per batch).", className="health-data-loss")
-               for q in status.get("queries", []) if q.get("records_lost") and not q.get("data_loss")]
-    return [table, *losses, *broker_lines(status.get("broker")), html.P(line, className="health-producer")]
 
 
-def broker_lines(broker: dict | None) -> list:
+def broker_lines(broker: dict | None) -> list[str]:
     """The embedded broker's newest restart ('broker restarted at 18:02:11 (exit signal 9)'), or
     that the broker another command started has ended; nothing for a broker that never ended."""
     if not broker:
@@ -65,26 +74,28 @@ def broker_lines(broker: dict | None) -> list:
         lines.append(f"Kafka: {broker['restarts'][-1]['said']}{more}")
     if broker.get("state") == "ended":
         lines.append("Kafka: the embedded broker another command started has ended; this app does not restart it.")
-    return [html.P(text, className="health-data-loss") for text in lines]
+    return lines
 
 
-def lag_table(snapshot: dict | None):
+def lag_table(snapshot: dict | None) -> str:
     kafka = (snapshot or {}).get("status", {}).get("kafka", {})
     if kafka.get("error"):
-        return html.P(f"Kafka end offsets unavailable: {kafka['error']}", className="empty-note")
+        return markdown_table([], [], f"Kafka end offsets unavailable: {kafka['error']}")
     partitions = kafka.get("partitions", [])
     names = sorted({name for row in partitions for name in row["lag"]})
     rows = [[row["partition"], f"{row['end_offset']:,}", *(f"{row['lag'][n]:,}" for n in names)] for row in partitions]
     if rows:
         rows.append(["total", "", *(f"{kafka['total_lag'].get(n, 0):,}" for n in names)])
-    return feed_table(["Partition", "End offset", *(f"Lag {n}" for n in names)], rows, "No Kafka lag measured yet.")
+    return markdown_table(["Partition", "End offset", *(f"Lag {n}" for n in names)], rows, "No Kafka lag measured yet.")
 
 
 def health_panel(snapshot: dict | None) -> tuple:
-    return health_table(snapshot), lag_table(snapshot), figures.lag_sparkline(snapshot)
+    return (queries_table(snapshot), health_notes(snapshot), producer_line(snapshot), lag_table(snapshot),
+            figures.lag_sparkline(snapshot))
 
 
-DRAWING = Drawing("health", ((ids.HEALTH_QUERIES, "children"), (ids.KAFKA_LAG, "children"),
+DRAWING = Drawing("health", ((ids.HEALTH_QUERIES, "children"), (ids.HEALTH_NOTES, "children"),
+                             (ids.HEALTH_PRODUCER, "children"), (ids.KAFKA_LAG, "children"),
                              (ids.LAG_SPARKLINE, "figure")), health_panel)
 
 

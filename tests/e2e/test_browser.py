@@ -120,6 +120,11 @@ def test_page_loads_with_title_kpi_cards_and_a_chart_of_three_lines(quiet_app, p
     traces = wait_for(lambda: chart_traces(page) or None, 90, what="the chart's lines")
     assert traces[:3] == ["Total buy", "Total sell", "Settlement (buy − sell)"]
     wait_for_text(page, "#kpi-cards", "$")
+    # The health panel's tables, Markdown rendered as tables: a row per query, a row per partition.
+    open_tab(page, "Health")
+    wait_for_text(page, "#health-queries table tbody", "active", timeout=30_000)
+    assert page.inner_text("#health-queries table thead").split("\t")[:2] == ["Query", "Status"]
+    wait_for_text(page, "#kafka-lag table tbody", "total", timeout=30_000)
     assert page.console_errors == []
     assert page.locator(".dash-debug-menu, .dash-fe-error__title").count() == 0  # no debug UI
 

@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import re
 from datetime import datetime, timedelta, timezone
 
 import pyarrow as pa
@@ -174,32 +175,49 @@ def test_the_monitor_asks_where_a_query_resumes_once_per_restart_until_it_report
     assert len(asked) == 2 and query["watermark"] == "2026-03-02T10:16:00.000Z" and "resumed" not in query
 
 
-def test_the_health_panel_says_a_query_is_resuming_from_its_checkpoint_until_its_first_batch():
+def shown(snapshot: dict) -> str:
+    """The health panel's tables and lines as the page shows them, " | " between cells and lines."""
     from plotly.utils import PlotlyJSONEncoder
 
-    from dashboard.panels.health import health_table
+    from dashboard.panels.health import health_panel
     from tests.unit.test_dashboard_quarantine import texts
 
-    def shown_of(snapshot):  # as Dash sends it
-        return texts(json.loads(json.dumps(health_table(snapshot), cls=PlotlyJSONEncoder)))
+    queries, notes, producer, lag, _ = json.loads(json.dumps(health_panel(snapshot), cls=PlotlyJSONEncoder))
+    tables = [" | ".join(" | ".join(row) for row in markdown_rows(table)) for table in (queries, lag)]
+    return " | ".join([tables[0], *texts(notes), producer, tables[1]])
 
+
+def markdown_rows(markdown: str) -> list[list[str]]:
+    """A Markdown table's rows (its header first), each cell as it shows; a note as one row of one cell."""
+    lines = markdown.split("\n")
+    if len(lines) == 1:
+        return [[re.sub(r"\\(.)", r"\1", lines[0])]]
+    return [[re.sub(r"\\(.)", r"\1", cell.strip()) for cell in re.split(r"(?<!\\)\|", line)[1:-1]]
+            for index, line in enumerate(lines) if index != 1]
+
+
+def test_a_markdown_table_shows_each_value_as_itself_whatever_markup_it_holds():
+    from dashboard.formatting import markdown_table
+
+    nasty = ["a|b", "*bold* _it_", "<b>x</b> & [l](u) ![i](u)", "back\\slash `code` ~s~ #", "two\nlines"]
+    table = markdown_table(["Query", "Status"], [["q", value] for value in nasty], "none")
+    assert markdown_rows(table) == [["Query", "Status"], *(["q", " ".join(v.split())] for v in nasty)]
+    assert len(table.split("\n")) == 2 + len(nasty)  # a row a line: no value breaks out of its cell
+    assert markdown_rows(markdown_table(["Query"], [], "No streaming query in this run.")) == [
+        ["No streaming query in this run."]]
+
+
+def test_the_health_panel_says_a_query_is_resuming_from_its_checkpoint_until_its_first_batch():
     query = {"name": "medallion", "active": True, "error": None, "batch_id": None, "input_rows_per_second": None,
              "processed_rows_per_second": None, "batch_duration_ms": None, "watermark": "2026-03-02T10:15:00.000Z"}
-    shown = shown_of({"status": {"queries": [{**query, "resumed": True}], "producer": None}})
-    assert "active, resuming from its checkpoint" in shown and "2026-03-02 10:15:00" in shown
-    assert "active" in shown_of({"status": {"queries": [query], "producer": None}})
+    resuming = shown({"status": {"queries": [{**query, "resumed": True}], "producer": None}})
+    assert "active, resuming from its checkpoint" in resuming and "2026-03-02 10:15:00" in resuming
+    assert "active" in shown({"status": {"queries": [query], "producer": None}})
 
 
 def test_the_health_panel_says_when_the_embedded_broker_was_restarted_and_how_it_ended():
-    from plotly.utils import PlotlyJSONEncoder
-
-    from dashboard.panels.health import health_table
-    from tests.unit.test_dashboard_quarantine import texts
-
     def shown_of(broker):
-        return " | ".join(texts(json.loads(json.dumps(health_table({"status": {"queries": [], "producer": None,
-                                                                               "broker": broker}}),
-                                                      cls=PlotlyJSONEncoder))))
+        return shown({"status": {"queries": [], "producer": None, "broker": broker}})
 
     said = "broker restarted at 18:02:11 (exit signal 9)"
     broker = {"supervised": True, "state": "up", "restart_count": 1, "restarts": [{"said": said}], "error": None}

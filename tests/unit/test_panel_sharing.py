@@ -15,7 +15,7 @@ from dashboard import ids
 from dashboard.app import create_app
 from dashboard.client import chart_choices, draw_chart, from_store, store_snapshot
 from dashboard.panel_cache import PanelCache
-from dashboard.panels import kpis
+from dashboard.panels import health, kpis
 from dashboard.push import Publisher
 from streaming.lake.store import Lake
 from tests.unit.test_push import DAY, write_window
@@ -54,8 +54,7 @@ def draw_page(client, snapshot: dict) -> dict:
     for name, wanted in (("kpis", KPIS),
                          ("feeds", [f"{ids.STATUS_LINE}.children", f"{ids.LATE_COUNTERS}.children",
                                     f"{ids.CORRECTIONS_FEED}.children", f"{ids.LATE_TRADES_LIST}.children"]),
-                         ("health", [f"{ids.HEALTH_QUERIES}.children", f"{ids.KAFKA_LAG}.children",
-                                     f"{ids.LAG_SPARKLINE}.figure"])):
+                         ("health", [f"{i}.{prop}" for i, prop in health.DRAWING.outputs])):
         outputs[name] = from_store(client, wanted, snapshot)
     outputs["slider"] = from_store(client, SLIDER, snapshot, state=SLIDER_AT_REST)
     return outputs
