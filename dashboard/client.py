@@ -77,6 +77,7 @@ def draw_chart(client, snapshot: dict, first_reported: bool = True) -> dict:
 
 
 def outputs_of(drawing: Drawing) -> list[str]:
+    """A panel's outputs as from_store names them ("id.prop")."""
     return [f"{i}.{prop}" for i, prop in drawing.outputs]
 
 

@@ -6,7 +6,7 @@ from dash import Dash, Input, Output, State, dcc, html
 
 from dashboard import figures, ids
 from dashboard.context import Drawing, PageContext
-from dashboard.formatting import markdown_table
+from dashboard.formatting import markdown_table, markdown_text
 
 
 def layout() -> html.Section:
@@ -80,7 +80,7 @@ def broker_lines(broker: dict | None) -> list[str]:
 def lag_table(snapshot: dict | None) -> str:
     kafka = (snapshot or {}).get("status", {}).get("kafka", {})
     if kafka.get("error"):
-        return markdown_table([], [], f"Kafka end offsets unavailable: {kafka['error']}")
+        return markdown_text(f"Kafka end offsets unavailable: {kafka['error']}")
     partitions = kafka.get("partitions", [])
     names = sorted({name for row in partitions for name in row["lag"]})
     rows = [[row["partition"], f"{row['end_offset']:,}", *(f"{row['lag'][n]:,}" for n in names)] for row in partitions]

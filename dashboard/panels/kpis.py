@@ -12,7 +12,7 @@ from dashboard.formatting import money
 from dashboard.panels.chart import chart_note, day_options
 
 NO_KPIS = {"buy": 0.0, "sell": 0.0, "settlement": 0.0, "trades": 0, "corrections": 0, "too_late": 0}
-# Each card: its label, its class, and its value's id (ids.KPI_VALUES' order: kpi_values').
+# Each card's label and class, in the order of ids.KPI_VALUES and of kpi_values' texts.
 CARDS = (("Total buy", "kpi-buy"), ("Total sell", "kpi-sell"), ("Settlement", "kpi-settlement"),
          ("Trades counted", ""), ("Late corrections", ""), ("Too late to count", ""))
 

@@ -9,7 +9,7 @@ import pytest
 
 from dashboard import ids
 from dashboard.app import create_app
-from dashboard.client import call, chart_choices, decode, from_store, refresh_page, store_snapshot
+from dashboard.client import call, chart_choices, decode, from_store, outputs_of, refresh_page, store_snapshot
 from dashboard.data import (
     CORRECTION_COLUMNS,
     GOLD_COLUMNS,
@@ -47,7 +47,7 @@ def write_gold(data_dir, windows):
 
 
 WINDOWS = [("09:00", 1000.0, 400.0, 3), ("09:15", 200.0, 700.0, 2), ("09:30", 50.0, 0.0, 1)]
-KPI_OUTPUTS = [f"{i}.{prop}" for i, prop in kpis.DRAWING.outputs]
+KPI_OUTPUTS = outputs_of(kpis.DRAWING)
 
 
 @pytest.fixture
@@ -293,7 +293,7 @@ def test_health_panel_shows_each_query_the_lag_per_partition_and_a_failure(tmp_p
 
     client = create_app(tmp_path, health=lambda: HEALTH).server.test_client()
     snapshot = store_snapshot(client)
-    panel = from_store(client, [f"{i}.{prop}" for i, prop in health.DRAWING.outputs], snapshot)
+    panel = from_store(client, outputs_of(health.DRAWING), snapshot)
     queries = markdown_rows(panel[ids.HEALTH_QUERIES]["children"])
     assert any("FAILED: StreamingQueryException: boom" in row[1] for row in queries)
     assert any(row[5] == "1,210 ms" and row[4] in ("36/s", "35/s") for row in queries)  # processed rows/s, rounded

@@ -13,7 +13,7 @@ import pytest
 
 from dashboard import ids
 from dashboard.app import create_app
-from dashboard.client import chart_choices, draw_chart, from_store, store_snapshot
+from dashboard.client import chart_choices, draw_chart, from_store, outputs_of, store_snapshot
 from dashboard.panel_cache import PanelCache
 from dashboard.panels import health, kpis
 from dashboard.push import Publisher
@@ -21,7 +21,7 @@ from streaming.lake.store import Lake
 from tests.unit.test_push import DAY, write_window
 
 PANELS = {"chart": 1, "kpis": 1, "feeds": 1, "health": 1, "slider": 1}
-KPIS = [f"{i}.{prop}" for i, prop in kpis.DRAWING.outputs]
+KPIS = outputs_of(kpis.DRAWING)
 SLIDER = [f"{ids.TM_SLIDER}.min", f"{ids.TM_SLIDER}.max", f"{ids.TM_SLIDER}.marks", f"{ids.TM_SLIDER}.disabled"]
 SLIDER_AT_REST = {f"{ids.TM_SLIDER}.min": 0, f"{ids.TM_SLIDER}.max": 0, f"{ids.TM_SLIDER}.disabled": True}
 
@@ -54,7 +54,7 @@ def draw_page(client, snapshot: dict) -> dict:
     for name, wanted in (("kpis", KPIS),
                          ("feeds", [f"{ids.STATUS_LINE}.children", f"{ids.LATE_COUNTERS}.children",
                                     f"{ids.CORRECTIONS_FEED}.children", f"{ids.LATE_TRADES_LIST}.children"]),
-                         ("health", [f"{i}.{prop}" for i, prop in health.DRAWING.outputs])):
+                         ("health", outputs_of(health.DRAWING))):
         outputs[name] = from_store(client, wanted, snapshot)
     outputs["slider"] = from_store(client, SLIDER, snapshot, state=SLIDER_AT_REST)
     return outputs
