@@ -32,7 +32,7 @@ from bench.command_line import (
     stop_on_sigterm,
     tool_parser,
 )
-from streaming.config import Settings, duration_text
+from streaming.config import Settings, trigger_text
 from streaming.run.argument_types import trigger_argument
 
 log = logging.getLogger("bench")
@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--trigger", type=trigger_argument, default=Settings.trigger, metavar="INTERVAL",
                         help="the pipeline's trigger while measuring freshness, e.g. '500 milliseconds', or 0 "
-                             f"(back to back; default: the pipeline's own, '{duration_text(Settings.trigger)}')")
+                             f"(back to back; default: the pipeline's own, {trigger_text(Settings.trigger)})")
     add_numbers(parser, ("--callback-runs", int, 200, "dashboard refreshes"),
                 ("--idle-settle-seconds", float, 60, "seconds the idle app settles before it is measured"),
                 ("--idle-seconds", float, 30, "seconds the idle app is measured; 0: not measured"))

@@ -28,7 +28,7 @@ from bench.load import BENCH_DAY, PARTITIONS, kafka_config, new_producer, produc
 from bench.phases import FRESH_RETENTION_MS, phase, run_freshness
 from bench.results import Results
 from bench.sampling import MemorySampler
-from streaming.config import Settings, parse_trigger
+from streaming.config import Settings, parse_trigger, trigger_text
 from streaming.kafka.admin import ensure_topic, wait_until_reachable
 from streaming.kafka.broker import EmbeddedBroker, free_port
 from streaming.kafka.range_reader import RangeReader
@@ -44,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_numbers(parser, ("--rate", float, 1_000, "trades/s produced"),
                 ("--seconds", float, 60, "seconds of producing, measured"))
     parser.add_argument("--trigger", type=parse_trigger, default=Settings.trigger, metavar="INTERVAL",
-                        help="the pipeline's trigger (default: 500 milliseconds)")
+                        help="the pipeline's trigger (default: the pipeline's own, "
+                             f"{trigger_text(Settings.trigger)})")
     parser.add_argument("--idle", action="store_true",
                         help="also the app idle: `run.py --no-producer --no-dashboard`, its cores over 30 s after 60")
     parser.add_argument("--floor", action="store_true",

@@ -16,7 +16,7 @@ from pathlib import Path
 from bench.load import PARTITIONS
 from bench.results import TARGETS, Results
 from bench.sampling import MemorySampler
-from streaming.config import duration_text
+from streaming.config import trigger_text
 
 log = logging.getLogger("bench")
 COMMAND = "python -m bench"
@@ -195,7 +195,7 @@ def report(results: Results, args: argparse.Namespace, plots: list[str]) -> str:
         *[f"  - `{name}`: {s['batches']} batches of up to {args.batch_size:,} records, "
           f"mean {s['mean_ms']:,.0f} ms, max {s['max_ms']:,.0f} ms" for name, s in results.batches.items()],
         f"- **Freshness**: trades produced at {results.freshness_rate:,.0f}/s for {args.freshness_seconds:g} s "
-        f"with a {duration_text(args.trigger)} trigger; a trade's latency is from its "
+        f"with batches {trigger_text(args.trigger)}; a trade's latency is from its "
         "`produce()` call to the first read of gold (polled every 50 ms) whose total count includes it. "
         f"{len(lat):,} trades measured" + (f", {results.freshness_missing:,} never showed" if
                                            results.freshness_missing else "") + "."

@@ -53,6 +53,11 @@ def format_duration(delta: timedelta) -> str:
     return f"{milliseconds // 1000} seconds" if milliseconds % 1000 == 0 else f"{milliseconds} milliseconds"
 
 
+def trigger_text(delta: timedelta) -> str:
+    """A trigger as a person reads it: 'back to back' for 0, else duration_text."""
+    return "back to back" if delta <= timedelta(0) else f"every {duration_text(delta)}"
+
+
 def duration_text(delta: timedelta) -> str:
     """timedelta -> how a person writes it, in the largest whole unit ('15 minutes', '1 second',
     '500 milliseconds'); parse_duration reads it back."""
@@ -214,8 +219,9 @@ class Settings(KafkaTarget):
     # After this much wall-clock quiet (no new trade) the watermark moves up to the latest event
     # time seen (None: never); cli.py turns it off for --bootstrap-servers unless given.
     close_idle_after: timedelta | None = CLOSE_IDLE_AFTER
-    # Half a second: freshness p95 at or under 1 s on every machine measured (docs/performance.md#freshness).
-    trigger: timedelta = timedelta(milliseconds=500)
+    # 0: batches back to back, a look every spark_session.IDLE_LOOK_MS when idle; within issue 47's
+    # CPU bound and sooner than any interval (docs/live-batch.md#the-trigger).
+    trigger: timedelta = timedelta(0)
     available_now: bool = False
     max_offsets_per_trigger: int | None = None
     replay_from: datetime | None = None
@@ -272,7 +278,8 @@ class Settings(KafkaTarget):
         token = "; /metrics takes a bearer token" if self.metrics_token_file is not None else ""
         return (
             f"{self.describe_kafka()}; data in {self.data_dir}{storage}{checkpoints}; "
-            f"window {format_duration(self.window)}, watermark {format_duration(self.watermark)}{logins}{token}"
+            f"window {format_duration(self.window)}, watermark {format_duration(self.watermark)}, "
+            f"batches {trigger_text(self.trigger)}{logins}{token}"
         )
 
 
