@@ -9,7 +9,7 @@ from streaming.run.main import main
 
 def create_dashboard(lake, refresh_ms, simulator, health, reconciler, allowed_hosts, logins=None, max_pages=None,
                      watermark=None):
-    from dashboard.app import create_app  # imported only when a dashboard is started: --help stays quick
+    from dashboard.dash_app import create_app  # imported only when a dashboard is started: --help stays quick
 
     return create_app(lake, refresh_ms, simulator, health, reconciler, allowed_hosts, logins=logins,
                       max_pages=max_pages, watermark=watermark)
@@ -22,7 +22,7 @@ def serve_metrics(server, scrape, allowed_hosts, logins=None):
 
     from dashboard import access
     from dashboard.api import register_metrics
-    from dashboard.app import guard_hosts
+    from dashboard.dash_app import guard_hosts
 
     if server is None:
         server = flask.Flask("trade-summary-metrics")

@@ -4,7 +4,7 @@ It seeds a lake as the long run does (seed.py: `--days` days of `--trades` trade
 silver and gold; no change history), judged as the live query would have judged them
 (`SeededQuery`: batches of `--batch-trades` trades, each partition read a little behind the
 others, their ledger rows and each trade's lateness in silver). Then the dashboard's server
-(dashboard.app.create_app on the lake, werkzeug on 127.0.0.1 and a free port, in a thread of this
+(dashboard.dash_app.create_app on the lake, werkzeug on 127.0.0.1 and a free port, in a thread of this
 process) answers `--requests` GET /api/lateness?day=D over HTTP, `--per-day` in a row per day D
 picked at random. A request is cold when the server's LatenessReader no longer keeps the day
 (it keeps the last DAYS_KEPT days asked): it reads the day's silver files (their lateness column)

@@ -246,8 +246,8 @@ def add_corrections_and_late_trades(lake: Lake, corrections: int, late: int) -> 
 def run_dashboard(lake: Lake, runs: int, results: Results) -> None:
     """Time a page refresh while gold changes between refreshes, as it does live (a refresh
     that finds no new table version reads nothing and is faster still)."""
-    from dashboard.app import create_app
     from dashboard.client import draw_chart, draw_panels, refresh_page, store_snapshot
+    from dashboard.dash_app import create_app
 
     client = create_app(lake).server.test_client()
     figure = refresh_page(client)  # the first call builds Dash's callback map

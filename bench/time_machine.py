@@ -7,14 +7,14 @@ window), plus, unless `--stress-trades 0`, one more day around the clock whose h
 volume of a market running in real time (about 1,800 changes a window, 170,000 a day; gold and
 its history only). Then, in this process:
 
-* the dashboard's server (dashboard.app.create_app on the lake, werkzeug on 127.0.0.1 and a free
+* the dashboard's server (dashboard.dash_app.create_app on the lake, werkzeug on 127.0.0.1 and a free
   port, in a thread) answers `--requests` GET /api/summary?day=D&as_of=T over HTTP, `--per-day`
   in a row per day D picked at random, each T a random instant of the wall time over which the
   day's history was written. A request is cold when the server's HistoryReader no longer keeps
   the day (the first of a day, or of a day it has let go since: it keeps the last few days asked);
 * the page's first draw of a past day, `--draws` times on as many distinct days, each with new
   readers (nothing kept): the day's history, corrections and too-late trades read, the page's
-  own snapshot as of an instant (panels.time_machine.as_of_snapshot) and its figure
+  own snapshot as of an instant (panels.time_slider.as_of_snapshot) and its figure
   (dashboard.figures), serialised as Dash sends it.
 
 It prints the figures and writes the "## Time machine: " section of docs/benchmarks.md, with
@@ -52,9 +52,9 @@ from bench.command_line import log_to_terminal, require_positive, stop_on_sigter
 from bench.report import machine, write_section
 from bench.results import percentile
 from dashboard import figures
-from dashboard.app import create_app
 from dashboard.context import PageReaders
-from dashboard.panels.time_machine import as_of_snapshot
+from dashboard.dash_app import create_app
+from dashboard.panels.time_slider import as_of_snapshot
 from dashboard.readers import HISTORY_DAYS_KEPT
 from streaming.lake.store import Lake
 from streaming.lake.tables import SUMMARY_HISTORY
@@ -349,7 +349,7 @@ def section(args: argparse.Namespace, seeded: Seeded, lines: list[str]) -> str:
         "- **First draw**: the server's work from a past day picked to its chart ready to send, on new "
         "readers each time (nothing kept): read the day's history (`read`), its corrections and too-late "
         "trades (`late data`; the seed has none), the page's own snapshot as of the instant "
-        "(`snapshot`: panels.time_machine.as_of_snapshot, each window's last change, its revisions and "
+        "(`snapshot`: panels.time_slider.as_of_snapshot, each window's last change, its revisions and "
         "first-reported values), and the figure, drawn by dashboard.figures and serialised as Dash sends it "
         "(`figure`). The browser's own drawing is not in it.",
         "- What limits it: a day's history is one Parquet file once its day is rolled, read whole; the cost "

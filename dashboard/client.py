@@ -9,7 +9,7 @@ import numpy as np
 
 from dashboard import ids
 from dashboard.context import Drawing
-from dashboard.panels import corrections, health, kpis
+from dashboard.panels import corrections_feed, kpis, pipeline_health
 
 
 def decode(values):
@@ -83,7 +83,7 @@ def outputs_of(drawing: Drawing) -> list[str]:
 
 def draw_panels(client, snapshot: dict) -> None:
     """Every other callback drawn from the store: KPI cards, feeds, status and health."""
-    for drawing in (kpis.DRAWING, corrections.DRAWING, health.DRAWING):
+    for drawing in (kpis.DRAWING, corrections_feed.DRAWING, pipeline_health.DRAWING):
         from_store(client, outputs_of(drawing), snapshot)
 
 

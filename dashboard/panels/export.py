@@ -17,7 +17,7 @@ from dashboard.data import json_records, on_day
 from dashboard.figures import finality, running_totals, window_rows
 from dashboard.formatting import message_class
 from dashboard.inputs import store_day
-from dashboard.panels.time_machine import shown_instant
+from dashboard.panels.time_slider import shown_instant
 
 NOTHING_TO_EXPORT = "Nothing to export yet: the chart has no trading day."
 WINDOW_HEADER = ["window_start", "window_end", "buy", "sell", "settlement", "trade_count", "revision",

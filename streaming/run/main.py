@@ -18,7 +18,7 @@ from streaming.run.users_command import run_users
 
 def main(argv: list[str] | None = None, dashboard: DashboardFactory | None = None,
          metrics: MetricsFactory | None = None) -> int:
-    """dashboard: the web app's factory (dashboard.app.create_app), and metrics: GET /metrics's
+    """dashboard: the web app's factory (dashboard.dash_app.create_app), and metrics: GET /metrics's
     (on the dashboard's server, or alone behind its Host guard), handed in by run.py, so that the
     pipeline's package never imports the dashboard."""
     argv = sys.argv[1:] if argv is None else argv

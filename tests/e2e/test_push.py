@@ -30,7 +30,7 @@ pytestmark = pytest.mark.skipif(shutil.which("chromium") is None and not os.envi
 HOUR_MS = 3_600_000  # the fallback tick: never within a test
 SERVE = """
 import sys, threading
-from dashboard.app import create_app
+from dashboard.dash_app import create_app
 from streaming.config import Settings
 from streaming.run.web import WebServer, bind_address
 app = create_app(sys.argv[1], refresh_ms=int(sys.argv[3]), max_pages=Settings.max_pages)

@@ -4,8 +4,8 @@ import json
 from datetime import datetime, timedelta, timezone
 
 from dashboard import ids
-from dashboard.app import create_app
 from dashboard.client import call
+from dashboard.dash_app import create_app
 
 UTC = timezone.utc
 

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 
 import pandas as pd
 
-from dashboard.app import create_app
+from dashboard.dash_app import create_app
 from streaming.jobs.pipeline import MEDALLION_QUERY
 from streaming.jobs.reconcile import Reconciler
 from streaming.lake.store import Lake

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 import pandas as pd
 
 from dashboard.api import lateness_points
-from dashboard.app import create_app
+from dashboard.dash_app import create_app
 from dashboard.readers import LatenessReader
 from streaming.lake.store import Lake
 from streaming.lake.tables import BATCH_WATERMARKS, LATE_TRADES, SILVER

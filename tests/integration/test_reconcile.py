@@ -7,8 +7,8 @@ from datetime import date
 import pandas as pd
 
 from dashboard import ids
-from dashboard.app import create_app
 from dashboard.client import call, store_snapshot
+from dashboard.dash_app import create_app
 from streaming.jobs.reconcile import BACKFILL_QUERY_ID, Reconciler
 from streaming.lake.tables import CORRECTIONS, GOLD, LATE_TRADES
 from tests.support.corpus import DAY, trade

@@ -12,7 +12,7 @@ import time
 import flask
 import pytest
 
-from dashboard.app import create_app
+from dashboard.dash_app import create_app
 from dashboard.push import EVENTS_PATH
 from streaming.lake.store import Lake
 from streaming.run.web import AddressUnusable, WebServer, bind_address

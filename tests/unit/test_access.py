@@ -15,8 +15,8 @@ import pytest
 from dashboard import access, ids
 from dashboard.access import ACTIONS, EXTENSION, FailedLogins, may
 from dashboard.api import register_metrics
-from dashboard.app import create_app
 from dashboard.client import call
+from dashboard.dash_app import create_app
 from streaming.run.users import Logins, User, add_user
 from tests.unit.test_dashboard_guards import SNAPSHOT, FakeReconciler, FakeSimulator
 

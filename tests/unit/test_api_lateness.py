@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from dashboard.api import lateness_json, lateness_points
-from dashboard.app import create_app
+from dashboard.dash_app import create_app
 from dashboard.panels.what_if import sentence
 from streaming.lake.store import Lake
 from streaming.medallion.lateness import CLOSED, LatenessTally

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from dashboard.api import BadRequest, parse_instant, summary_json, summary_parameters
-from dashboard.app import create_app
+from dashboard.dash_app import create_app
 from streaming.lake.store import Batch, Lake
 from streaming.lake.tables import GOLD, SUMMARY_HISTORY
 from streaming.medallion.history import LATE, ON_TIME, change_rows

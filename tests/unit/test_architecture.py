@@ -125,15 +125,6 @@ def test_no_bench_file_or_run_py_is_over_the_size_a_reader_holds_at_once():
     assert long == {}
 
 
-# Module names still shared, by file name: each to be renamed (issue 44), and then taken off.
-SHARED_NAMES_LEFT = {
-    "app.py": ["dashboard/app.py", "streaming/run/app.py"],
-    "corrections.py": ["dashboard/panels/corrections.py", "streaming/medallion/corrections.py"],
-    "health.py": ["dashboard/panels/health.py", "streaming/run/health.py"],
-    "time_machine.py": ["bench/time_machine.py", "dashboard/panels/time_machine.py"],
-}
-
-
 def test_no_two_modules_share_a_file_name():
     """A name says one thing: a reader (or a traceback) naming `layout.py` should not leave the
     page's and the lake's to guess between. Packages' __init__ and __main__ are alike by rule."""
@@ -142,7 +133,7 @@ def test_no_two_modules_share_a_file_name():
         if path.name not in ("__init__.py", "__main__.py"):
             by_name.setdefault(path.name, []).append(str(path.relative_to(REPO)))
     shared = {name: sorted(paths) for name, paths in by_name.items() if len(paths) > 1}
-    assert shared == SHARED_NAMES_LEFT, "a module name shared anew, or one renamed (take it off SHARED_NAMES_LEFT)"
+    assert shared == {}
 
 
 def documented_tree() -> set[str]:

@@ -8,8 +8,8 @@ import pyarrow as pa
 import pytest
 
 from dashboard import ids
-from dashboard.app import create_app
 from dashboard.client import call, chart_choices, decode, from_store, outputs_of, refresh_page, store_snapshot
+from dashboard.dash_app import create_app
 from dashboard.data import (
     CORRECTION_COLUMNS,
     GOLD_COLUMNS,
@@ -288,12 +288,12 @@ HEALTH = {
 
 
 def test_health_panel_shows_each_query_the_lag_per_partition_and_a_failure(tmp_path):
-    from dashboard.panels import health
+    from dashboard.panels import pipeline_health
     from tests.unit.test_health import markdown_rows
 
     client = create_app(tmp_path, health=lambda: HEALTH).server.test_client()
     snapshot = store_snapshot(client)
-    panel = from_store(client, outputs_of(health.DRAWING), snapshot)
+    panel = from_store(client, outputs_of(pipeline_health.DRAWING), snapshot)
     queries = markdown_rows(panel[ids.HEALTH_QUERIES]["children"])
     assert any("FAILED: StreamingQueryException: boom" in row[1] for row in queries)
     assert any(row[5] == "1,210 ms" and row[4] in ("36/s", "35/s") for row in queries)  # processed rows/s, rounded

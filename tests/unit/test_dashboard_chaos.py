@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from dashboard import ids
-from dashboard.app import create_app
 from dashboard.client import call
+from dashboard.dash_app import create_app
 from dashboard.panels.producer import UNAVAILABLE
 from tests.unit.test_dashboard_guards import NOT_NUMBERS, FakeSimulator
 

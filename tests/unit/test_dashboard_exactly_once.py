@@ -9,8 +9,8 @@ from datetime import datetime, timedelta, timezone
 import pyarrow as pa
 
 from dashboard import ids
-from dashboard.app import create_app
 from dashboard.client import call
+from dashboard.dash_app import create_app
 from dashboard.data import exactly_once_evidence, partition_evidence
 from dashboard.panels.exactly_once import counted_when
 from streaming.lake import tables

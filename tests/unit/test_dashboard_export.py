@@ -10,8 +10,8 @@ from datetime import datetime, timedelta, timezone
 import pyarrow as pa
 
 from dashboard import ids
-from dashboard.app import create_app
 from dashboard.client import store_snapshot
+from dashboard.dash_app import create_app
 from dashboard.panels.export import NOTHING_TO_EXPORT, WINDOW_HEADER, windows_csv
 from streaming.lake.store import Batch, Lake
 from streaming.lake.tables import CORRECTIONS

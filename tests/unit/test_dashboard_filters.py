@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 
 from dashboard import ids
-from dashboard.app import create_app
 from dashboard.client import call, store_snapshot
+from dashboard.dash_app import create_app
 from dashboard.readers import SilverFilterValues
 from streaming.lake.store import Batch, Lake
 from streaming.lake.tables import GOLD, SILVER
@@ -160,7 +160,7 @@ def test_drill_down_by_a_channel_only_silver_knows_filters_the_windows(tmp_path)
 
 def test_the_dashboard_does_not_import_the_simulator():
     loaded = subprocess.run(
-        [sys.executable, "-c", "import sys, dashboard.app; "
+        [sys.executable, "-c", "import sys, dashboard.dash_app; "
                                "print(sorted(m for m in sys.modules if m.startswith('streaming.simulation')))"],
         cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "[]"

@@ -13,8 +13,8 @@ from types import SimpleNamespace
 import pytest
 
 from dashboard import ids
-from dashboard.app import create_app
 from dashboard.client import call, chart_choices, from_store, store_snapshot
+from dashboard.dash_app import create_app
 from dashboard.panels.producer import SWITCH_INVALID
 from dashboard.panels.reconciliation import CHOOSE_WINDOWS
 from streaming.config import Settings, Simulation, UsageError

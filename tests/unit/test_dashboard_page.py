@@ -9,12 +9,12 @@ import pytest
 from plotly.utils import PlotlyJSONEncoder
 
 from dashboard import ids
-from dashboard.app import create_app
 from dashboard.client import call
+from dashboard.dash_app import create_app
 from dashboard.figures import corrected_windows, summary_figure, window_rows
 from dashboard.formatting import message_class
 from dashboard.panels import export, producer, reconciliation
-from dashboard.panels.corrections import corrections_feed, row_key
+from dashboard.panels.corrections_feed import corrections_feed, row_key
 from dashboard.panels.tabs import TABS, tab_styles
 from tests.unit.test_dashboard_guards import FakeSimulator
 

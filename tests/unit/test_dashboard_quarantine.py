@@ -11,8 +11,8 @@ import pyarrow as pa
 import pytest
 
 from dashboard import ids
-from dashboard.app import create_app
 from dashboard.client import call, draw_quarantine, store_quarantine
+from dashboard.dash_app import create_app
 from dashboard.readers import QuarantineReader, shown_value
 from streaming.lake import tables
 from streaming.lake.store import Batch, Lake

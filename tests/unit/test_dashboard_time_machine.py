@@ -13,12 +13,12 @@ import pyarrow as pa
 import pytest
 
 from dashboard import ids
-from dashboard.app import create_app
 from dashboard.client import call, from_store, store_snapshot
+from dashboard.dash_app import create_app
 from dashboard.data import history_span
 from dashboard.figures import summary_figure
 from dashboard.panels.export import export_name, windows_export
-from dashboard.panels.time_machine import (
+from dashboard.panels.time_slider import (
     AS_OF_SHOWN,
     DEFAULT_SPEED,
     LIVE_LABEL,

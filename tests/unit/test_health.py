@@ -179,7 +179,7 @@ def shown(snapshot: dict) -> str:
     """The health panel's tables and lines as the page shows them, " | " between cells and lines."""
     from plotly.utils import PlotlyJSONEncoder
 
-    from dashboard.panels.health import health_panel
+    from dashboard.panels.pipeline_health import health_panel
     from tests.unit.test_dashboard_quarantine import texts
 
     queries, notes, producer, lag, _ = json.loads(json.dumps(health_panel(snapshot), cls=PlotlyJSONEncoder))

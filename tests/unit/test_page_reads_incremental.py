@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 
 from dashboard import ids
-from dashboard.app import create_app
 from dashboard.client import call, store_snapshot
+from dashboard.dash_app import create_app
 from dashboard.data import CORRECTION_COLUMNS, GOLD_COLUMNS, LATE_TRADE_COLUMNS, TableReader, on_day
 from dashboard.readers import DayReader, SilverFilterValues
 from streaming.lake.increments import Span

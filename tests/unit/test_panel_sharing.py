@@ -12,10 +12,10 @@ from datetime import timedelta
 import pytest
 
 from dashboard import ids
-from dashboard.app import create_app
 from dashboard.client import chart_choices, draw_chart, from_store, outputs_of, store_snapshot
+from dashboard.dash_app import create_app
 from dashboard.panel_cache import PanelCache
-from dashboard.panels import health, kpis
+from dashboard.panels import kpis, pipeline_health
 from dashboard.push import Publisher
 from streaming.lake.store import Lake
 from tests.unit.test_push import DAY, write_window
@@ -54,7 +54,7 @@ def draw_page(client, snapshot: dict) -> dict:
     for name, wanted in (("kpis", KPIS),
                          ("feeds", [f"{ids.STATUS_LINE}.children", f"{ids.LATE_COUNTERS}.children",
                                     f"{ids.CORRECTIONS_FEED}.children", f"{ids.LATE_TRADES_LIST}.children"]),
-                         ("health", outputs_of(health.DRAWING))):
+                         ("health", outputs_of(pipeline_health.DRAWING))):
         outputs[name] = from_store(client, wanted, snapshot)
     outputs["slider"] = from_store(client, SLIDER, snapshot, state=SLIDER_AT_REST)
     return outputs

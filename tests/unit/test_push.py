@@ -11,9 +11,9 @@ import pyarrow as pa
 import pytest
 
 from dashboard import ids
-from dashboard.app import create_app, empty_status
 from dashboard.client import store_quarantine
 from dashboard.context import PageContext, PageReaders
+from dashboard.dash_app import create_app, empty_status
 from dashboard.push import EVENTS_PATH, FILTER_LOOK_S, Publisher, event_stream
 from dashboard.readers import QuarantineReader, SilverFilterValues
 from dashboard.refresh import is_default_view, needs_own_snapshot, view_snapshot
