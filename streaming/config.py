@@ -54,7 +54,7 @@ def format_duration(delta: timedelta) -> str:
 
 
 def trigger_text(delta: timedelta) -> str:
-    """A trigger as a person reads it: 'back to back' for 0, else duration_text."""
+    """A trigger as a person reads it: 'back to back' for 0, else 'every 500 milliseconds' (duration_text)."""
     return "back to back" if delta <= timedelta(0) else f"every {duration_text(delta)}"
 
 
