@@ -97,8 +97,9 @@ def backfill_rows(current: pd.DataFrame, target: pd.DataFrame, watermark: dateti
     before = current.set_index("window_start") if not current.empty else pd.DataFrame()
     known = [before.loc[start] if start in before.index else None for start in target["window_start"]]
     revisions = [int(old["revision"]) if old is not None else 0 for old in known]
-    corrections = correction_rows(current, target, now, watermark, BACKFILL_QUERY_ID, revisions)
-    changes = change_rows(current, target, BACKFILL, now, BACKFILL_QUERY_ID, revisions)
+    was, wanted = (pa.Table.from_pandas(frame, preserve_index=False) for frame in (current, target))
+    corrections = correction_rows(was, wanted, now, watermark, BACKFILL_QUERY_ID, revisions)
+    changes = change_rows(was, wanted, BACKFILL, now, BACKFILL_QUERY_ID, revisions)
     rows = [{"window_start": row.window_start, "window_end": row.window_end, **{m: getattr(row, m) for m in MEASURES},
              "revision": revision + 1, "updated_at": now, "batch_id": int(old["batch_id"]) if old is not None else None}
             for row, old, revision in zip(target.itertuples(index=False), known, revisions)]

@@ -14,41 +14,38 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Sequence
 
-import pandas as pd
 import pyarrow as pa
 
 from streaming.lake.tables import CORRECTIONS
-from streaming.medallion.gold import MEASURES
+from streaming.medallion.gold import MEASURES, window_measures, window_rows
 from streaming.medallion.history import past_windows
 
 
-def correction_rows(current: pd.DataFrame, changed: pd.DataFrame, corrected_at: datetime,
+def correction_rows(current: pa.Table, changed: pa.Table, corrected_at: datetime,
                     watermark: datetime | None, query_id: str, batch_id: int | Sequence[int]) -> pa.Table:
     """A correction per window of `changed` (its new values) whose values differ from
     `current`'s (gold's rows as they stand; a window gold lacks was 0). batch_id: the writer's
     batch, or one per row of `changed`."""
-    before = current.set_index("window_start")[list(MEASURES)] if not current.empty else None
-    batch_ids = [batch_id] * len(changed) if isinstance(batch_id, int) else list(batch_id)
+    before, zero = window_measures(current), (0,) * len(MEASURES)
+    batch_ids = [batch_id] * changed.num_rows if isinstance(batch_id, int) else list(batch_id)
     rows = []
-    for row, batch in zip(changed.itertuples(index=False), batch_ids):
-        old = before.loc[row.window_start] if before is not None and row.window_start in before.index else None
-        prior = {m: (old[m] if old is not None else 0) for m in MEASURES}
-        after = {m: getattr(row, m) for m in MEASURES}
-        if all(prior[m] == after[m] for m in MEASURES):
+    for window, batch in zip(window_rows(changed).to_pylist(), batch_ids):
+        prior = dict(zip(MEASURES, before.get(window["window_start"], zero)))
+        if all(prior[m] == window[m] for m in MEASURES):
             continue  # rewritten with the same values (e.g. a replay): nothing changed
         rows.append({
-            "window_start": row.window_start, "window_end": row.window_end,
-            **{f"{m}_before": prior[m] for m in MEASURES}, **{f"{m}_after": after[m] for m in MEASURES},
-            "late_trades": int(after["trade_count"] - prior["trade_count"]),
+            "window_start": window["window_start"], "window_end": window["window_end"],
+            **{f"{m}_before": prior[m] for m in MEASURES}, **{f"{m}_after": window[m] for m in MEASURES},
+            "late_trades": int(window["trade_count"] - prior["trade_count"]),
             "corrected_at": corrected_at, "watermark": watermark, "batch_id": int(batch), "query_id": query_id,
         })
     return pa.Table.from_pylist(rows, schema=CORRECTIONS.schema)
 
 
-def find_corrections(current: pd.DataFrame, updated: pd.DataFrame, watermark: datetime | None,
+def find_corrections(current: pa.Table, updated: pa.Table, watermark: datetime | None,
                      delay: timedelta, corrected_at: datetime, batch_id: int, query_id: str) -> pa.Table:
     """current: gold rows as they stand; updated: the batch's new rows for some windows."""
-    if watermark is None or updated.empty:
+    if watermark is None or updated.num_rows == 0:
         return CORRECTIONS.schema.empty_table()
-    past = updated[past_windows(updated, watermark, delay)]
+    past = updated.filter(pa.array(past_windows(updated, watermark, delay), pa.bool_()))
     return correction_rows(current, past, corrected_at, watermark, query_id, batch_id)

@@ -9,7 +9,7 @@ trades against the batch's watermark (lateness.py).
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -91,3 +91,17 @@ def merge_window_sums(parts: list[pa.Table]) -> pa.Table:
         [(m, "sum") for m in MEASURES]).sort_by("window_start")
     return pa.table({"window_start": sums["window_start"], "window_end": sums["window_end"],
                      **{m: sums[f"{m}_sum"] for m in MEASURES}}).cast(WINDOW_SUMS_SCHEMA)
+
+
+def window_measures(windows: pa.Table) -> dict[datetime, tuple]:
+    """Each window's MEASURES by its start, of window rows (gold's, or window_sums()'); none of
+    an empty table, whatever its columns. A batch's few windows: plain Python beats a frame."""
+    if windows.num_rows == 0:
+        return {}
+    return dict(zip(windows["window_start"].cast(UTC_TIME).to_pylist(),
+                    zip(*(windows[m].to_pylist() for m in MEASURES))))
+
+
+def window_rows(windows: pa.Table) -> pa.Table:
+    """Window rows as window_sums() gives them (window_start, window_end and MEASURES)."""
+    return windows.select(WINDOW_SUMS_SCHEMA.names).cast(WINDOW_SUMS_SCHEMA)

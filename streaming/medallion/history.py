@@ -18,8 +18,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streaming.lake.tables import SUMMARY_HISTORY
-from streaming.medallion.gold import MEASURES
+from streaming.lake.tables import SUMMARY_HISTORY, UTC_TIME
+from streaming.medallion.gold import MEASURES, window_measures, window_rows
 
 # Why a window changed.
 ON_TIME = "on_time"  # trades of a window the watermark had not yet passed
@@ -31,41 +31,39 @@ CARRIED_OVER = "carried-over"  # the writer of the history a lake from before it
 BACKFILL_WRITER = "backfill"  # the query id a backfill writes corrections and changes as
 
 
-def past_windows(windows: pd.DataFrame, watermark: datetime | None, delay: timedelta) -> np.ndarray:
+def past_windows(windows: pa.Table, watermark: datetime | None, delay: timedelta) -> list[bool]:
     """Which windows the chart already showed as complete: the largest event time seen before
     the batch (the watermark plus its delay) was at or beyond their end. None: no watermark yet."""
-    if watermark is None or windows.empty:
-        return np.zeros(len(windows), dtype=bool)
-    seen_up_to = pd.Timestamp(watermark) + pd.Timedelta(delay)
-    return (pd.to_datetime(windows["window_end"], utc=True) <= seen_up_to).to_numpy()
+    if watermark is None or windows.num_rows == 0:
+        return [False] * windows.num_rows
+    seen_up_to = watermark + delay
+    return [end <= seen_up_to for end in windows["window_end"].cast(UTC_TIME).to_pylist()]
 
 
-def stream_causes(windows: pd.DataFrame, watermark: datetime | None, delay: timedelta) -> list[str]:
+def stream_causes(windows: pa.Table, watermark: datetime | None, delay: timedelta) -> list[str]:
     """The cause of each window's change by a stream batch that adds trades: late for a window
     already past, on time otherwise."""
     return [LATE if past else ON_TIME for past in past_windows(windows, watermark, delay)]
 
 
-def change_rows(current: pd.DataFrame, changed: pd.DataFrame, cause: str | Sequence[str], changed_at: datetime,
+def change_rows(current: pa.Table, changed: pa.Table, cause: str | Sequence[str], changed_at: datetime,
                 query_id: str, batch_id: int | Sequence[int]) -> pa.Table:
     """A history row per window of `changed` (its values after the change) whose values differ
     from `current`'s (gold's rows before it; a window gold lacks was 0). cause and batch_id: one
     for all, or one per row of `changed`."""
-    count = len(changed)
+    count = changed.num_rows
     causes = [cause] * count if isinstance(cause, str) else list(cause)
     batches = [batch_id] * count if isinstance(batch_id, int) else [int(b) for b in batch_id]
     if count == 0:
         return SUMMARY_HISTORY.schema.empty_table()
-    before = current.set_index("window_start")[list(MEASURES)] if not current.empty else None
-    prior = (before.reindex(changed["window_start"]).fillna(0).to_numpy() if before is not None
-             else np.zeros((count, len(MEASURES))))
-    after = changed[list(MEASURES)].to_numpy(dtype=float)
-    differs = (prior != after).any(axis=1)
-    rows = changed.loc[differs, ["window_start", "window_end", *MEASURES]]
-    kept = np.flatnonzero(differs)
+    before, zero = window_measures(current), (0,) * len(MEASURES)
+    after = window_rows(changed)
+    values = zip(after["window_start"].to_pylist(), zip(*(after[m].to_pylist() for m in MEASURES)))
+    kept = [i for i, (start, measures) in enumerate(values) if before.get(start, zero) != measures]
+    rows = after.take(pa.array(kept, pa.int64()))
     return pa.table({
-        **{name: rows[name].to_numpy() for name in ("window_start", "window_end", *MEASURES)},
-        "changed_at": [changed_at] * len(kept),
+        **{name: rows[name] for name in ("window_start", "window_end", *MEASURES)},
+        "changed_at": pa.array([changed_at] * len(kept), UTC_TIME),
         "cause": [causes[i] for i in kept],
         "batch_id": [batches[i] for i in kept],
         "query_id": [query_id] * len(kept),

@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 
 from streaming.config import Settings
 from streaming.lake.lookups import rows_between
+from streaming.lake.merges import merged
 from streaming.lake.store import Batch, Lake
 from streaming.lake.tables import (
     BATCH_WATERMARKS,
@@ -49,16 +50,11 @@ def gold_rows(sums: pa.Table, batch_id: int, now: datetime) -> pa.Table:
     }).cast(GOLD.schema)
 
 
-def added(current: pd.DataFrame, sums: pd.DataFrame) -> pd.DataFrame:
-    """The windows of `sums` as they are once it is added to gold's `current` rows (what the
-    ADD MERGE computes, for the corrections)."""
-    if current.empty:
-        return sums
-    before = current.set_index("window_start")[list(MEASURES)]
-    after = sums.set_index("window_start")
-    for measure in MEASURES:
-        after[measure] = after[measure] + before[measure].reindex(after.index).fillna(0).astype(after[measure].dtype)
-    return after.reset_index()
+def added(current: pa.Table, rows: pa.Table) -> pa.Table:
+    """Gold's `rows` of a batch's windows as they stand once added to gold's `current` rows: the
+    ADD MERGE's rule (merges.merged), for the corrections and the history."""
+    total = merged(current, rows, GOLD, Write.ADD)
+    return total.filter(pc.is_in(total["window_start"], value_set=rows["window_start"].combine_chunks()))
 
 
 def carry_over_history(lake: Lake, history_was_there: bool) -> None:
@@ -141,8 +137,9 @@ class GoldStep:
         now = datetime.now(timezone.utc)
         with self.phases.timed("gold_read"):
             current = self.lake.key_range(GOLD, pc.min(sums["window_start"]).as_py(),
-                                          pc.max(sums["window_start"]).as_py()).to_pandas()
-        after = sums.to_pandas() if write is Write.UPSERT else added(current, sums.to_pandas())
+                                          pc.max(sums["window_start"]).as_py())
+        rows = gold_rows(sums, batch.id, now)
+        after = rows if write is Write.UPSERT else added(current, rows)
         judged = judged_watermark(ledger)
         # The windows the chart showed complete are those up to the front (watermark + delay):
         # after an idle close the watermark trails the front by less than --watermark.
@@ -157,7 +154,7 @@ class GoldStep:
                 lambda: self.lake.publish(SUMMARY_HISTORY, change_rows(current, after, causes, now, batch.writer,
                                                                        batch.id), batch))
         with self.phases.timed("gold"):
-            self.lake.publish(GOLD, gold_rows(sums, batch.id, now), batch, write=write)
+            self.lake.publish(GOLD, rows, batch, write=write)
 
     def recounted(self, kept: pa.Table) -> pa.Table:
         """The windows these trades fall in, recounted from all of silver's trades in them but

@@ -22,6 +22,10 @@ def window(start: pd.Timestamp, buy: float, sell: float, count: int) -> pd.DataF
                           "sell_amount": sell, "settlement_amount": buy - sell, "trade_count": count}])
 
 
+def arrow(frame: pd.DataFrame) -> pa.Table:
+    return pa.Table.from_pandas(frame, preserve_index=False)
+
+
 @pytest.fixture
 def client(tmp_path):
     """A lake whose 09:00 window of 2026-03-02 changed at 12:00 (on time) and 12:05 (late), and
@@ -31,8 +35,9 @@ def client(tmp_path):
                (NINE + pd.Timedelta(days=1), "12:10", 1.0, 0.0, 1, ON_TIME)]
     for batch, (start, hhmm, buy, sell, count, cause) in enumerate(changes):
         changed_at = pd.Timestamp(f"2026-03-02 {hhmm}", tz="UTC").to_pydatetime()
-        lake.publish(SUMMARY_HISTORY, change_rows(pd.DataFrame(), window(start, buy, sell, count), cause, changed_at,
-                                                  "q", batch), Batch("q", batch))
+        change = change_rows(arrow(pd.DataFrame()), arrow(window(start, buy, sell, count)), cause, changed_at, "q",
+                             batch)
+        lake.publish(SUMMARY_HISTORY, change, Batch("q", batch))
         gold = window(start, buy, sell, count).assign(revision=1, updated_at=changed_at, batch_id=batch)
         lake.publish(GOLD, pa.Table.from_pandas(gold, preserve_index=False), Batch("q", batch))
     return create_app(lake).server.test_client()
@@ -86,7 +91,8 @@ def test_an_offset_sent_with_an_unencoded_plus_is_read_as_one():
 
 def test_a_window_is_final_once_the_watermark_has_passed_its_end():
     windows_now = pd.concat([window(NINE, 1.0, 0.0, 1), window(NINE + pd.Timedelta(minutes=15), 2.0, 0.0, 1)])
-    history = change_rows(pd.DataFrame(), windows_now, ON_TIME, datetime(2026, 3, 2, 12, tzinfo=timezone.utc), "q", 0)
+    noon = datetime(2026, 3, 2, 12, tzinfo=timezone.utc)
+    history = change_rows(arrow(pd.DataFrame()), arrow(windows_now), ON_TIME, noon, "q", 0)
     at = datetime(2026, 3, 2, 13, tzinfo=timezone.utc)
     watermark = parse_instant("2026-03-02T09:20:00Z")
 

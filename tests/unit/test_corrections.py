@@ -3,6 +3,7 @@
 from datetime import datetime, timedelta, timezone
 
 import pandas as pd
+import pyarrow as pa
 
 from streaming.medallion.corrections import find_corrections
 
@@ -17,8 +18,8 @@ def window(hm, buy, sell, count):
 
 
 def corrections(current, updated, watermark):
-    return find_corrections(pd.DataFrame(current), pd.DataFrame(updated), watermark, timedelta(minutes=30),
-                            datetime(2026, 11, 22, tzinfo=UTC), 7, "q").to_pandas()
+    return find_corrections(pa.Table.from_pylist(current), pa.Table.from_pylist(updated), watermark,
+                            timedelta(minutes=30), datetime(2026, 11, 22, tzinfo=UTC), 7, "q").to_pandas()
 
 
 def test_an_update_of_a_past_window_is_a_correction_with_before_and_after():

@@ -29,8 +29,9 @@ def old_lake(root) -> Lake:
     second = gold_window(NINE + pd.Timedelta(days=1), 3.0, 1, NINE + pd.Timedelta(days=1, hours=4))
     lake.publish(GOLD, pa.Table.from_pandas(pd.concat([first, second]), preserve_index=False), Batch("q", 1))
     before = first.assign(buy_amount=6.0, settlement_amount=6.0, trade_count=1)
-    lake.publish(CORRECTIONS, correction_rows(before, first, (NINE + pd.Timedelta(hours=4)).to_pydatetime(), None,
-                                              "q", 5), Batch("q", 5))
+    was, now = (pa.Table.from_pandas(frame, preserve_index=False) for frame in (before, first))
+    lake.publish(CORRECTIONS, correction_rows(was, now, (NINE + pd.Timedelta(hours=4)).to_pydatetime(), None, "q", 5),
+                 Batch("q", 5))
     return lake
 
 

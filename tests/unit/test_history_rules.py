@@ -7,6 +7,7 @@ import pyarrow as pa
 
 from streaming.lake.tables import SUMMARY_HISTORY
 from streaming.medallion.corrections import find_corrections
+from streaming.medallion.gold import WINDOW_SUMS_SCHEMA
 from streaming.medallion.history import (
     BACKFILL,
     LATE,
@@ -25,11 +26,12 @@ NINE = pd.Timestamp("2026-03-02 09:00", tz="UTC")
 QUARTER = pd.Timedelta(minutes=15)
 
 
-def windows(*values) -> pd.DataFrame:
-    """(minutes after 09:00, buy, sell, count) -> gold-shaped rows."""
-    return pd.DataFrame([{"window_start": NINE + pd.Timedelta(minutes=m), "window_end": NINE + pd.Timedelta(minutes=m)
-                          + QUARTER, "buy_amount": buy, "sell_amount": sell, "settlement_amount": buy - sell,
-                          "trade_count": count} for m, buy, sell, count in values])
+def windows(*values) -> pa.Table:
+    """(minutes after 09:00, buy, sell, count) -> window rows."""
+    return pa.Table.from_pylist([{
+        "window_start": NINE + pd.Timedelta(minutes=m), "window_end": NINE + pd.Timedelta(minutes=m) + QUARTER,
+        "buy_amount": buy, "sell_amount": sell, "settlement_amount": buy - sell, "trade_count": count,
+    } for m, buy, sell, count in values], schema=WINDOW_SUMS_SCHEMA)
 
 
 def at(seconds: float) -> datetime:
@@ -54,7 +56,7 @@ def test_a_change_is_late_exactly_when_the_same_batch_records_a_correction():
     updated = windows((30, 1.0, 0.0, 1), (45, 2.0, 0.0, 1), (60, 3.0, 0.0, 1))
     causes = stream_causes(updated, watermark.to_pydatetime(), delay)
     corrected = find_corrections(windows(), updated, watermark.to_pydatetime(), delay, at(0), 1, "q")
-    late_starts = [start for start, cause in zip(updated["window_start"], causes) if cause == LATE]
+    late_starts = [start for start, cause in zip(updated["window_start"].to_pylist(), causes) if cause == LATE]
     assert late_starts == corrected.column("window_start").to_pylist()
     assert causes == [LATE, LATE, ON_TIME]
     assert stream_causes(updated, None, delay) == [ON_TIME] * 3  # no watermark yet: nothing is past
@@ -96,7 +98,7 @@ def test_as_first_reported_is_a_window_before_its_first_correction():
 
 
 def test_a_lake_from_before_the_history_starts_it_with_each_window_as_first_reported_then_corrected():
-    gold = windows((0, 5.0, 0.0, 3), (15, 2.0, 0.0, 1), (30, 3.0, 0.0, 1)).assign(
+    gold = windows((0, 5.0, 0.0, 3), (15, 2.0, 0.0, 1), (30, 3.0, 0.0, 1)).to_pandas().assign(
         updated_at=[at(50), at(10), at(90)])
     corrections = pd.DataFrame({
         "window_start": [NINE, NINE, NINE + 2 * QUARTER], "window_end": [NINE + QUARTER] * 2 + [NINE + 3 * QUARTER],
