@@ -215,7 +215,7 @@ class Publisher:
         min_gap_s old, or gold_gap_s old when gold has a new version. True when it pushed."""
         with self._look:
             since = self.clock() - self._pushed_at
-            if since < self.gold_gap_s:
+            if since < self.gold_gap_s or not self.context.steady():  # a gold step midway: the next look
                 return False
             frames = default_frames(self.context)
             if since < self.min_gap_s and frames[0] is self._pushed_gold:

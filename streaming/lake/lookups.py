@@ -19,7 +19,7 @@ from streaming.lake.sql import (
     quote,
     sql_literal,
 )
-from streaming.lake.store import Lake
+from streaming.lake.store import Batch, Lake
 from streaming.lake.tables import BATCH_WATERMARKS, BRONZE, SILVER, Table
 
 # Past this many ids, one pass over the table beats a long IN list.
@@ -191,3 +191,22 @@ def ledger_ends(lake: Lake, at_least: dict[tuple[str, int], int]) -> dict[tuple[
     for t, p, e in ([] if found is None else zip(*(found[c].to_pylist() for c in ("topic", "partition", "e")))):
         ends[(t, p)] = max(e, ends.get((t, p), e))
     return ends
+
+
+def key_range_before(lake: Lake, table: Table, batch: Batch, low: datetime, high: datetime,
+                     look_back: int = 20) -> pa.Table | None:
+    """The rows whose key lies in [low, high] as the table held them just before the commit that
+    recorded `batch`, found among its last `look_back` commits (a batch a crash cut short is
+    among them); None if the batch is not there, or not that recent."""
+    opened = lake.open(table)
+    latest = opened.version() if opened is not None else -1
+    app = batch.app_id(table)
+    for version in range(latest, max(latest - look_back, -1), -1):
+        then = lake.open_version(table, version)
+        if then is None:
+            return None
+        done = then.transaction_version(app)
+        if done is None or done < batch.id:
+            return None if version == latest else lake.read(table, where=in_time_range(table.keys[0], low, high),
+                                                            version=version)
+    return None

@@ -1,5 +1,6 @@
 """SQL text for delta-rs's engine: quoted names, literals, and the conditions the lake reads and
-merges by (time ranges, Kafka offsets, ids). Only the lake builds SQL; the rest asks it by name."""
+merges by (time ranges, Kafka offsets, ids); and its results in the tables' types. Only the lake
+builds SQL; the rest asks it by name."""
 
 from __future__ import annotations
 
@@ -79,3 +80,12 @@ def key_ranges(rows: pa.Table, keys: Sequence[str]) -> list[str]:
                 conditions.append(f"t.{quote(key)} >= {sql_literal(low.as_py())} "
                                   f"AND t.{quote(key)} <= {sql_literal(high.as_py())}")
     return conditions
+
+
+def plain_strings(rows: pa.Table) -> pa.Table:
+    """delta-rs's engine returns strings as string_view, which not every pyarrow kernel (nor
+    Spark's Python data sources) takes: plain strings, as the tables have."""
+    if not any(pa.types.is_string_view(field.type) for field in rows.schema):
+        return rows
+    return rows.cast(pa.schema([field.with_type(pa.string()) if pa.types.is_string_view(field.type) else field
+                                for field in rows.schema]))

@@ -38,7 +38,7 @@ from deltalake.transaction import AddAction
 from streaming.lake import merges, partitions, tables
 from streaming.lake.files import DataFile, write_file
 from streaming.lake.locations import is_remote, local_path
-from streaming.lake.sql import in_time_range, quote
+from streaming.lake.sql import in_time_range, plain_strings, quote
 from streaming.lake.tables import DAY, Table, Write
 from streaming.rows import one_per_key
 
@@ -58,19 +58,9 @@ class Batch:
         return f"{table.name}@{self.writer}"
 
 
-def plain_strings(rows: pa.Table) -> pa.Table:
-    """delta-rs's engine returns strings as string_view, which not every pyarrow kernel (nor
-    Spark's Python data sources) takes: plain strings, as the tables have."""
-    if not any(pa.types.is_string_view(field.type) for field in rows.schema):
-        return rows
-    return rows.cast(pa.schema([field.with_type(pa.string()) if pa.types.is_string_view(field.type) else field
-                                for field in rows.schema]))
-
-
 class _OpenTables(threading.local):
-    """Each thread's open tables, newest use last. Opening a table replays its log since the
-    last checkpoint; bringing an open one up to date reads only the commits since. Per thread:
-    a DeltaTable is not meant to be shared between threads."""
+    """Each thread's open tables, newest use last (a DeltaTable is not meant to be shared between
+    threads): bringing an open one up to date reads only the commits since, not the log."""
 
     limit = 32
 
@@ -230,9 +220,8 @@ class Lake:
 
     def query(self, table: Table, sql: str, version: int | None = None) -> pa.Table | None:
         """Run `sql` on the table (at `version`, or its latest), named `t` in it; None if the
-        table (or that version) does not exist. Unlike a pyarrow dataset, it makes no fragment
-        per file first, which dominates a filtered read of a table that gains a file per
-        micro-batch (docs/lake.md#reads)."""
+        table (or that version) does not exist. No fragment per file first, unlike a pyarrow
+        dataset (docs/lake.md#reads)."""
         opened = self.open(table) if version is None else self.open_version(table, version)
         if opened is None:
             return None
@@ -241,9 +230,8 @@ class Lake:
     def scan(self, table: Table, columns: Sequence[str] | None = None, where: str | None = None,
              version: int | None = None) -> Iterator[pa.RecordBatch]:
         """The rows matching `where` (SQL on the table's columns), or all, at `version` or the
-        latest, a record batch at a time in the table's schema's types; none when the table does
-        not exist (yet). A pass over a large table that keeps only what it derives holds one
-        batch at a time."""
+        latest, a record batch at a time (a pass over a large table holds one) in the table's
+        schema's types; none when the table does not exist (yet)."""
         names = list(columns) if columns is not None else table.columns
         opened = self.open(table) if version is None else self.open_version(table, version)
         if opened is None:
@@ -275,6 +263,15 @@ class Lake:
             return contextlib.nullcontext()  # held by this thread, or lent to it (at_once)
         with _locks_guard:
             return _locks.setdefault(location, threading.RLock())
+
+    def steady(self, *some: Table) -> bool:
+        """Whether no writer in this process is midway through these tables (holds a lock of
+        theirs): a reader that wants them at one step looks again later if not."""
+        for lock in filter(None, (_locks.get(self.location(table)) for table in some)):
+            if not lock.acquire(blocking=False):
+                return False
+            lock.release()
+        return True
 
     @contextlib.contextmanager
     def writing(self, *some: Table) -> Iterator[None]:
@@ -380,8 +377,7 @@ class Lake:
     @staticmethod
     def _own_batch(rows: pa.Table, batch: Batch) -> bool:
         """Whether every row is keyed by this very (writer, batch)."""
-        return (pc.all(pc.equal(rows["query_id"], batch.writer)).as_py()
-                and pc.all(pc.equal(rows["batch_id"], batch.id)).as_py())
+        return pc.all(pc.and_(pc.equal(rows["query_id"], batch.writer), pc.equal(rows["batch_id"], batch.id))).as_py()
 
     def _append(self, table: Table, opened: DeltaTable | None, rows: pa.Table, commit: CommitProperties) -> None:
         location = self.location(table)

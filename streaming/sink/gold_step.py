@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from streaming.config import Settings
-from streaming.lake.lookups import rows_between
+from streaming.lake.lookups import key_range_before, rows_between
 from streaming.lake.merges import merged
 from streaming.lake.store import Batch, Lake
 from streaming.lake.tables import (
@@ -25,6 +25,7 @@ from streaming.lake.tables import (
     SILVER,
     SUMMARY_HISTORY,
     UTC_TIME,
+    Table,
     Write,
 )
 from streaming.medallion.corrections import find_corrections
@@ -131,13 +132,13 @@ class GoldStep:
 
     def update_gold(self, sums: pa.Table, ledger: pa.Table, batch: Batch, write: Write) -> None:
         """Window sums -> gold: added to its totals (Write.ADD) or setting them (UPSERT), with a
-        correction for each window already past that changes."""
+        correction for each window already past that changes, and the changes in gold's history."""
         if sums.num_rows == 0:
             return
         now = datetime.now(timezone.utc)
         with self.phases.timed("gold_read"):
-            current = self.lake.key_range(GOLD, pc.min(sums["window_start"]).as_py(),
-                                          pc.max(sums["window_start"]).as_py())
+            current = self.gold_before(batch, pc.min(sums["window_start"]).as_py(),
+                                       pc.max(sums["window_start"]).as_py(), write)
         rows = gold_rows(sums, batch.id, now)
         after = rows if write is Write.UPSERT else added(current, rows)
         judged = judged_watermark(ledger)
@@ -145,16 +146,25 @@ class GoldStep:
         # after an idle close the watermark trails the front by less than --watermark.
         watermark, delay = (judged if judged > EPOCH else None), judged_delay(ledger, self.settings.watermark)
         causes = REPLAY if write is Write.UPSERT else stream_causes(after, watermark, delay)
-        # Corrections and history before gold: they need the windows as they stood before this
-        # batch, and a batch run again after a crash finds gold without it until gold's commit.
-        with self.phases.timed("history"):
-            self.lake.at_once(
-                lambda: self.lake.publish(CORRECTIONS, METRICS.corrected(find_corrections(
-                    current, after, watermark, delay, now, batch.id, batch.writer)), batch),
-                lambda: self.lake.publish(SUMMARY_HISTORY, change_rows(current, after, causes, now, batch.writer,
-                                                                       batch.id), batch))
-        with self.phases.timed("gold"):
-            self.lake.publish(GOLD, rows, batch, write=write)
+        corrections = METRICS.corrected(find_corrections(current, after, watermark, delay, now, batch.id,
+                                                         batch.writer))
+        changes = change_rows(current, after, causes, now, batch.writer, batch.id)
+        # Gold beside its corrections and history: the trade is visible at gold's commit. The
+        # page reads them once the whole step is done (Lake.steady).
+        self.lake.at_once(lambda: self.publish_timed("gold", GOLD, rows, batch, write),
+                          lambda: self.publish_timed("history", SUMMARY_HISTORY, changes, batch),
+                          lambda: self.publish_timed("corrections", CORRECTIONS, corrections, batch))
+
+    def publish_timed(self, phase: str, table: Table, rows: pa.Table, batch: Batch, write: Write | None = None) -> None:
+        with self.phases.timed(phase):
+            self.lake.publish(table, rows, batch, write=write)
+
+    def gold_before(self, batch: Batch, low: datetime, high: datetime, write: Write) -> pa.Table:
+        """Gold's windows from low to high as they stood before the batch. Only a recount (a batch
+        whose trades silver had: run again after a crash, say) may find the batch in gold
+        already, its corrections and history not: they commit together."""
+        before = key_range_before(self.lake, GOLD, batch, low, high) if write is Write.UPSERT else None
+        return before if before is not None else self.lake.key_range(GOLD, low, high)
 
     def recounted(self, kept: pa.Table) -> pa.Table:
         """The windows these trades fall in, recounted from all of silver's trades in them but

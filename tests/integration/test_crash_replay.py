@@ -9,7 +9,16 @@ import pytest
 from dashboard.data import exactly_once_evidence
 from streaming.jobs.pipeline import MEDALLION_QUERY
 from streaming.lake.store import Lake
-from streaming.lake.tables import BATCH_WATERMARKS, BRONZE, CORRECTIONS, GOLD, LATE_TRADES, QUARANTINE, SILVER
+from streaming.lake.tables import (
+    BATCH_WATERMARKS,
+    BRONZE,
+    CORRECTIONS,
+    GOLD,
+    LATE_TRADES,
+    QUARANTINE,
+    SILVER,
+    SUMMARY_HISTORY,
+)
 from streaming.sink.gold_step import GoldStep
 from tests.support.corpus import DAY, trade
 
@@ -79,6 +88,39 @@ def test_a_crash_after_silver_before_gold_is_completed_on_restart_and_counts_not
     assert all(p["bronze_doubled"] == 0 for p in evidence["partitions"])
     assert sum(p["redeliveries"] for p in evidence["partitions"]) == 1  # t1 again
     assert (evidence["gold_trades"], evidence["silver_on_time"], evidence["silver_doubled"]) == (4, 4, 0)
+
+
+def test_a_crash_after_gold_before_its_corrections_and_history_records_them_on_restart(stream, monkeypatch):
+    stream.add(trade("t1", "BUY", 2, 50.0, DAY + "09:01:00Z"), trade("t2", "SELL", 1, 30.0, DAY + "09:16:00Z"),
+               trade("t3", "BUY", 1, 10.0, DAY + "09:40:00Z"))
+    stream.process()
+    # The next batch's gold commit lands; its correction and history, committed beside it, do not.
+    published = Lake.publish
+
+    def killed_beside_gold(lake, table, rows, batch, **kwargs):
+        if table in (CORRECTIONS, SUMMARY_HISTORY):
+            raise RuntimeError("killed beside gold")
+        return published(lake, table, rows, batch, **kwargs)
+
+    monkeypatch.setattr(Lake, "publish", killed_beside_gold)
+    stream.add(trade("t4", "SELL", 3, 5.0, DAY + "09:20:00Z"))
+    with pytest.raises(Exception, match="killed beside gold"):
+        stream.process()
+    expected = {"09:00": (100.0, 0.0, 1), "09:15": (0.0, 45.0, 2), "09:30": (10.0, 0.0, 1)}
+    stream.check_gold(expected)
+    stream.check_table(CORRECTIONS, rows=0)
+    stream.check_table(SUMMARY_HISTORY, rows=3)  # the first batch's windows only
+
+    monkeypatch.undo()
+    stream.restart()
+    stream.process()
+    # The batch ran again and found itself in gold: its correction and change are made from gold
+    # as it stood before it, not from gold as it is (which would show no change at all).
+    stream.check_gold(expected)
+    corrected = stream.check_table(CORRECTIONS, rows=1).iloc[0]
+    assert (corrected.sell_amount_before, corrected.sell_amount_after, corrected.late_trades) == (30.0, 45.0, 1)
+    changes = stream.check_table(SUMMARY_HISTORY, rows=4)
+    assert sorted(changes[changes["window_start"] == pd.Timestamp(DAY + "09:15:00Z")]["sell_amount"]) == [30.0, 45.0]
 
 
 def test_a_crash_between_the_file_writes_and_the_commit_shows_no_row_and_loses_nothing(stream, monkeypatch):

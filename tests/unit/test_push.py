@@ -122,6 +122,27 @@ def test_a_new_gold_version_is_pushed_at_once_and_changes_within_its_gap_go_out_
     assert [w["buy_amount"] for w in pushed(publisher)["windows"]] == [100.0, 50.0, 25.0]
 
 
+def test_a_gold_step_midway_is_pushed_once_it_is_done(publisher, lake, clock):
+    assert publisher.check()
+    midway, finish = threading.Event(), threading.Event()
+
+    def gold_step() -> None:  # gold committed, its corrections and history still committing
+        with lake.writing(*tables.GOLD_WRITES):
+            write_window(lake, 1, "09:15", 50.0)
+            midway.set()
+            finish.wait(10)
+
+    writer = threading.Thread(target=gold_step)
+    writer.start()
+    assert midway.wait(10)
+    later(clock)
+    assert not publisher.check()
+    finish.set()
+    writer.join(10)
+    assert publisher.check()
+    assert [w["buy_amount"] for w in pushed(publisher)["windows"]] == [100.0, 50.0]
+
+
 def lag(*levels: int) -> list[dict]:
     """A lag history: a sample every 2 s at these levels."""
     return [{"at": f"2026-03-02T10:00:{2 * i:02d}+00:00", "lag": level} for i, level in enumerate(levels)]
