@@ -1,6 +1,6 @@
 """Spark's Python daemon on a local master (spark.python.daemon.module): pyspark's own, which
 forks a Python worker per task slot, started so that a fresh worker is ready sooner
-(docs/live-batch.md#a-starts-first-batch):
+(docs/spark.md#a-starts-first-batch):
 
 - Spark puts its copies of pyspark and py4j, as zips, first on the workers' path. Python compiles
   a module imported from a zip anew in every process, so each fresh worker spent over a second
