@@ -136,6 +136,15 @@ def test_no_two_modules_share_a_file_name():
     assert shared == {}
 
 
+def test_no_two_test_modules_share_a_file_name():
+    """The same for the suites: a failing test's file names one place (conftest.py is alike by rule)."""
+    by_name: dict[str, list[str]] = {}
+    for path in (REPO / "tests").rglob("*.py"):
+        if path.name not in ("__init__.py", "conftest.py"):
+            by_name.setdefault(path.name, []).append(str(path.relative_to(REPO)))
+    assert {name: sorted(paths) for name, paths in by_name.items() if len(paths) > 1} == {}
+
+
 def documented_tree() -> set[str]:
     """The paths in docs/architecture.md's tree: an entry per line, two spaces of indent a level."""
     text = (REPO / "docs" / "architecture.md").read_text()
