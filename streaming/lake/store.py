@@ -377,7 +377,8 @@ class Lake:
     @staticmethod
     def _own_batch(rows: pa.Table, batch: Batch) -> bool:
         """Whether every row is keyed by this very (writer, batch)."""
-        return pc.all(pc.and_(pc.equal(rows["query_id"], batch.writer), pc.equal(rows["batch_id"], batch.id))).as_py()
+        return (pc.all(pc.equal(rows["query_id"], batch.writer)).as_py()
+                and pc.all(pc.equal(rows["batch_id"], batch.id)).as_py())
 
     def _append(self, table: Table, opened: DeltaTable | None, rows: pa.Table, commit: CommitProperties) -> None:
         location = self.location(table)
