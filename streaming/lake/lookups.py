@@ -199,14 +199,14 @@ def key_range_before(lake: Lake, table: Table, batch: Batch, low: datetime, high
     recorded `batch`, found among its last `look_back` commits (a batch a crash cut short is
     among them); None if the batch is not there, or not that recent."""
     opened = lake.open(table)
-    latest = opened.version() if opened is not None else -1
-    app = batch.app_id(table)
-    for version in range(latest, max(latest - look_back, -1), -1):
+    if opened is None or not lake.published(table, batch):
+        return None
+    app, latest = batch.app_id(table), opened.version()
+    for version in range(latest - 1, max(latest - 1 - look_back, -1), -1):
         then = lake.open_version(table, version)
         if then is None:
             return None
         done = then.transaction_version(app)
         if done is None or done < batch.id:
-            return None if version == latest else lake.read(table, where=in_time_range(table.keys[0], low, high),
-                                                            version=version)
+            return lake.read(table, where=in_time_range(table.keys[0], low, high), version=version)
     return None
