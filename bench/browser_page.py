@@ -126,4 +126,6 @@ def watch_page(url: str, seconds: float, sample_s: float, say) -> BrowserRun:
                         f"{found.heap[-1][1]:.1f} MiB, {found.seen[-1][1] if found.seen else 0:,} trades shown")
         finally:
             browser.close()
+    for error in sorted(set(found.errors))[:3]:  # what the figures count, said once each
+        say(f"  browser: the page logged: {error[:300]}")
     return found

@@ -252,6 +252,7 @@ def section(args: argparse.Namespace, result: PageRun) -> str:
             f"- **JS heap**: after a garbage collection every {args.heap_sample_seconds:g} s, over "
             f"{b['open_min']:.0f} min open: {b['heap_first_mib']:.1f} MiB at first, {b['heap_last_mib']:.1f} MiB "
             f"at the end (max {b['heap_max_mib']:.1f}), a growth of {b['heap_growth_mib']:.1f} MiB"
-            + (f"; the page logged {b['page_errors']} errors" if b["page_errors"] else "") + ".",
+            + (f"; the page logged {b['page_errors']} errors, such as `{sorted(result.browser.errors)[0][:200]}`"
+               if b["page_errors"] else "") + ".",
         ]
     return "\n".join([*text, ""])

@@ -11,17 +11,19 @@ import logging
 
 import flask
 import pytest
+from werkzeug.security import generate_password_hash
 
 from dashboard import access, ids
 from dashboard.access import ACTIONS, EXTENSION, FailedLogins, may
 from dashboard.api import register_metrics
 from dashboard.client import call
 from dashboard.dash_app import create_app
-from streaming.run.users import Logins, User, add_user
+from streaming.run.users import Logins, User, UserRecord, render_users, write_private
 from tests.unit.test_dashboard_guards import SNAPSHOT, FakeReconciler, FakeSimulator
 
 PASSWORD = {"alice": "alice's password", "bob": "bob's password"}
 TOKEN = "0123456789abcdef0123456789abcdef"
+CHEAP_HASH = "pbkdf2:sha256:1000"
 
 
 class Clock:
@@ -49,9 +51,11 @@ class As:
 
 @pytest.fixture
 def logins(tmp_path) -> Logins:
+    # Cheap hashes: every request with HTTP Basic checks one, and scrypt's takes about 0.15 s.
+    # test_users_file holds `users add` to scrypt.
     users = tmp_path / "users.txt"
-    add_user(users, "alice", "operator", PASSWORD["alice"])
-    add_user(users, "bob", "viewer", PASSWORD["bob"])
+    write_private(users, render_users({name: UserRecord(name, role, generate_password_hash(PASSWORD[name], CHEAP_HASH))
+                                       for name, role in (("alice", "operator"), ("bob", "viewer"))}))
     return Logins(users, None, tmp_path / "session.key")
 
 
