@@ -3,6 +3,7 @@ tables (by time range, Kafka offsets, trade ids, writer), so that no SQL is writ
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 from typing import Iterator, Sequence
 
@@ -21,6 +22,8 @@ from streaming.lake.sql import (
 )
 from streaming.lake.store import Batch, Lake
 from streaming.lake.tables import BATCH_WATERMARKS, BRONZE, SILVER, Table
+
+log = logging.getLogger(__name__)
 
 # Past this many ids, one pass over the table beats a long IN list.
 IN_LIST_UP_TO = 1000
@@ -205,8 +208,11 @@ def key_range_before(lake: Lake, table: Table, batch: Batch, low: datetime, high
     for version in range(latest - 1, max(latest - 1 - look_back, -1), -1):
         then = lake.open_version(table, version)
         if then is None:
-            return None
+            break
         done = then.transaction_version(app)
         if done is None or done < batch.id:
             return lake.read(table, where=in_time_range(table.keys[0], low, high), version=version)
+    log.warning("%s holds batch %d of %s, but not the version before it among its last %d commits: what the "
+                "batch changed there is judged against the table as it is now", table.name, batch.id, batch.writer,
+                look_back)
     return None
