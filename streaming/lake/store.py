@@ -90,7 +90,8 @@ _CATALOG_ORDER = {table.name: index for index, table in enumerate(tables.ALL)}  
 
 @functools.cache
 def _writers() -> concurrent.futures.ThreadPoolExecutor:
-    return concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="lake-writer")
+    # A live batch's step runs up to nine commits at once, two steps waiting on others meanwhile.
+    return concurrent.futures.ThreadPoolExecutor(max_workers=12, thread_name_prefix="lake-writer")
 # One lock per table location in this process, whichever Lake object writes it: two MERGEs
 # into one Delta table at once would conflict.
 _locks: dict[str, threading.RLock] = {}

@@ -1,12 +1,16 @@
 """The sink's gold step: the trades silver kept from a batch -> too-late trades, window sums added
 to gold (or windows recounted from silver), corrections for windows already past, each window's
 change in gold's history, and the ledger.
-Gold's tables are written as one step under their locks (tables.GOLD_WRITES)."""
+Gold's tables are written as one step under their locks (tables.GOLD_WRITES); a live batch's
+bronze, silver and quarantine files commit in the same step, beside gold."""
 
 from __future__ import annotations
 
+import concurrent.futures
+import functools
 import logging
 from datetime import datetime, timezone
+from typing import Callable, Mapping
 
 import pandas as pd
 import pyarrow as pa
@@ -86,13 +90,35 @@ class GoldStep:
         self.lake = lake
         self.phases = phases
 
-    def add_summed(self, late: pa.Table, sums: pa.Table, ledger: pa.Table, batch: Batch) -> None:
+    def add_summed(self, late: pa.Table, sums: pa.Table, ledger: pa.Table, batch: Batch,
+                   files: Mapping[str, Callable[[], object]] | None = None, rerun: bool = False) -> None:
         """What the tasks judged and summed of the trades new to silver: the too-late ones, the
-        others' window sums, added to gold; and the batch's ledger rows."""
+        others' window sums, added to gold; and the batch's ledger rows. `files` (by phase
+        name) commit the batch's bronze, silver and quarantine files beside them; the ledger
+        waits for them, so the offsets it records are in silver (the reconciliation cuts silver
+        there). rerun: the batch may have run before (gold may hold it already)."""
+        files = files or {}
+        committed: list[concurrent.futures.Future[None]] = [concurrent.futures.Future() for _ in files]
+
+        def commit(phase: str, step: Callable[[], object], done: concurrent.futures.Future) -> None:
+            try:
+                with self.phases.timed(phase):
+                    step()
+            except BaseException as exc:
+                done.set_exception(exc)
+                raise
+            done.set_result(None)
+
+        def ledger_after_files() -> None:
+            for done in committed:
+                done.result()  # a failed commit's error: the ledger is not written ahead of it
+            self.ledger(ledger, batch)
+
         with self.lake.writing(*GOLD_WRITES):
-            self.lake.at_once(lambda: self.record_late(late, ledger, batch),
-                              lambda: self.update_gold(sums, ledger, batch, Write.ADD),
-                              lambda: self.ledger(ledger, batch))
+            self.lake.at_once(*map(functools.partial(functools.partial, commit), files, files.values(), committed),
+                              lambda: self.record_late(late, ledger, batch),
+                              lambda: self.update_gold(sums, ledger, batch, Write.ADD, look_before=rerun),
+                              ledger_after_files)
 
     def ledger(self, ledger: pa.Table, batch: Batch) -> None:
         with self.phases.timed("ledger"):
@@ -115,11 +141,12 @@ class GoldStep:
             return 0
         late = too_late(kept, judged_watermark(ledger))
         self.record_late(kept.filter(late), ledger, batch)
+        # Records that may have been read before: gold may hold the batch already (look_before).
         if recount:
-            self.update_gold(self.recounted(kept), ledger, batch, Write.UPSERT)
+            self.update_gold(self.recounted(kept), ledger, batch, Write.UPSERT, look_before=True)
         else:
             self.update_gold(window_sums(kept.filter(pc.invert(late)), self.settings.window), ledger, batch,
-                             Write.ADD)
+                             Write.ADD, look_before=True)
         return int(pc.sum(late).as_py() or 0)
 
     def record_late(self, late: pa.Table, ledger: pa.Table, batch: Batch) -> None:
@@ -130,15 +157,16 @@ class GoldStep:
         rows["late_by"] = rows["watermark"] - pd.to_datetime(rows["event_time"], utc=True)
         self.lake.publish(LATE_TRADES, late_trade_rows(rows, self.settings.window, datetime.now(timezone.utc)), batch)
 
-    def update_gold(self, sums: pa.Table, ledger: pa.Table, batch: Batch, write: Write) -> None:
+    def update_gold(self, sums: pa.Table, ledger: pa.Table, batch: Batch, write: Write, look_before: bool) -> None:
         """Window sums -> gold: added to its totals (Write.ADD) or setting them (UPSERT), with a
-        correction for each window already past that changes, and the changes in gold's history."""
+        correction for each window already past that changes, and the changes in gold's history.
+        look_before: the batch may be in gold already (gold_before)."""
         if sums.num_rows == 0:
             return
         now = datetime.now(timezone.utc)
         with self.phases.timed("gold_read"):
             current = self.gold_before(batch, pc.min(sums["window_start"]).as_py(),
-                                       pc.max(sums["window_start"]).as_py(), write)
+                                       pc.max(sums["window_start"]).as_py(), look_before)
         rows = gold_rows(sums, batch.id, now)
         after = rows if write is Write.UPSERT else added(current, rows)
         judged = judged_watermark(ledger)
@@ -159,11 +187,11 @@ class GoldStep:
         with self.phases.timed(phase):
             self.lake.publish(table, rows, batch, write=write)
 
-    def gold_before(self, batch: Batch, low: datetime, high: datetime, write: Write) -> pa.Table:
-        """Gold's windows from low to high as they stood before the batch. Only a recount (a batch
-        whose trades silver had: run again after a crash, say) may find the batch in gold
-        already, its corrections and history not: they commit together."""
-        before = key_range_before(self.lake, GOLD, batch, low, high) if write is Write.UPSERT else None
+    def gold_before(self, batch: Batch, low: datetime, high: datetime, look_before: bool) -> pa.Table:
+        """Gold's windows from low to high as they stood before the batch. A batch run again
+        after a crash (look_before) may find itself in gold already, its corrections and history
+        not: they commit together."""
+        before = key_range_before(self.lake, GOLD, batch, low, high) if look_before else None
         return before if before is not None else self.lake.key_range(GOLD, low, high)
 
     def recounted(self, kept: pa.Table) -> pa.Table:

@@ -319,15 +319,19 @@ class MedallionSink:
             self.lake.commit_files(BRONZE, results.files(BRONZE), this)
             return self.write_on_driver(batch.toArrow(), batch_id, ledger, latest)
         ledger = self.count_losses(ledger, results.first_offsets())
-        # Any of the three may land first: a batch run again after a crash in between finds one
-        # committed (read_before) and goes through the driver, which completes the others.
-        with self.phases.timed("bronze_silver"):
-            self.lake.at_once(*(functools.partial(self.lake.commit_files, table, results.files(table), this)
-                                for table in (BRONZE, SILVER, QUARANTINE)))
-        self.trade_ids.add(*new_ids)
+        # The files commit beside the gold step, any of them first. A batch run again after a
+        # crash in between finds bronze, silver or quarantine committed (read_before) and goes
+        # through the driver, which completes the others, or finds only gold's tables and
+        # works its changes out from gold as it stood before (gold_step.gold_before).
         late = results.table(LATE)
         with self.phases.timed("gold_step"):
-            self.gold.add_summed(late, merge_window_sums(results.tables(SUMS)), ledger, this)
+            self.gold.add_summed(late, merge_window_sums(results.tables(SUMS)), ledger, this,
+                                 files={name: functools.partial(self.lake.commit_files, table, results.files(table),
+                                                                this)
+                                        for name, table in (("bronze", BRONZE), ("silver", SILVER),
+                                                            ("quarantine", QUARANTINE))},
+                                 rerun=batch_id != self.last_done + 1)
+        self.trade_ids.add(*new_ids)
         METRICS.batch_written(self.query_name, sum(f.rows for f in results.files(BRONZE)),
                               sum(f.rows for f in results.files(SILVER)), late.num_rows,
                               quarantine_reasons(results.files(QUARANTINE), self.lake.location(QUARANTINE),

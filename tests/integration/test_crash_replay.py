@@ -123,6 +123,54 @@ def test_a_crash_after_gold_before_its_corrections_and_history_records_them_on_r
     assert sorted(changes[changes["window_start"] == pd.Timestamp(DAY + "09:15:00Z")]["sell_amount"]) == [30.0, 45.0]
 
 
+@pytest.mark.parametrize("lost", [(BRONZE, SILVER, QUARANTINE), (SILVER,)], ids=["no_files", "bronze_only"])
+def test_a_crash_after_gold_before_silver_and_history_records_everything_once_on_restart(stream, monkeypatch, lost):
+    stream.add(trade("t1", "BUY", 2, 50.0, DAY + "09:01:00Z"), trade("t2", "SELL", 1, 30.0, DAY + "09:16:00Z"),
+               trade("t3", "BUY", 1, 10.0, DAY + "09:40:00Z"))
+    stream.process()
+    ledger_rows = len(stream.check_table(BATCH_WATERMARKS))
+    # The next batch's gold and its correction land; `lost` files and gold's history, committed
+    # beside them, do not, nor the ledger, which waits for the files.
+    committed, published = Lake.commit_files, Lake.publish
+
+    def killed_at_the_files(lake, table, files, batch):
+        if table in lost:
+            raise RuntimeError("killed beside gold")
+        return committed(lake, table, files, batch)
+
+    def killed_at_the_history(lake, table, rows, batch, **kwargs):
+        if table is SUMMARY_HISTORY:
+            raise RuntimeError("killed beside gold")
+        return published(lake, table, rows, batch, **kwargs)
+
+    monkeypatch.setattr(Lake, "commit_files", killed_at_the_files)
+    monkeypatch.setattr(Lake, "publish", killed_at_the_history)
+    stream.add(trade("t4", "SELL", 3, 5.0, DAY + "09:20:00Z"), b"[1, 2]")
+    with pytest.raises(Exception, match="killed beside gold"):
+        stream.process()
+    expected = {"09:00": (100.0, 0.0, 1), "09:15": (0.0, 45.0, 2), "09:30": (10.0, 0.0, 1)}
+    stream.check_gold(expected)
+    stream.check_table(CORRECTIONS, rows=1)
+    stream.check_table(SILVER, trade_id=["t1", "t2", "t3"])
+    stream.check_table(SUMMARY_HISTORY, rows=3)
+    stream.check_table(BATCH_WATERMARKS, rows=ledger_rows)
+
+    monkeypatch.undo()
+    stream.restart()
+    stream.process()
+    # The batch ran again and found itself in gold: nothing is added twice, and its change is
+    # made from gold as it stood before it, not from gold as it is (no change at all).
+    stream.check_gold(expected)
+    stream.check_table(SILVER, trade_id=["t1", "t2", "t3", "t4"])
+    stream.check_table(BRONZE, rows=5)
+    stream.check_table(QUARANTINE, rows=1)
+    corrected = stream.check_table(CORRECTIONS, rows=1).iloc[0]
+    assert (corrected.sell_amount_before, corrected.sell_amount_after, corrected.late_trades) == (30.0, 45.0, 1)
+    changes = stream.check_table(SUMMARY_HISTORY, rows=4)
+    assert sorted(changes[changes["window_start"] == pd.Timestamp(DAY + "09:15:00Z")]["sell_amount"]) == [30.0, 45.0]
+    assert len(stream.check_table(BATCH_WATERMARKS)) > ledger_rows
+
+
 def test_a_crash_between_the_file_writes_and_the_commit_shows_no_row_and_loses_nothing(stream, monkeypatch):
     stream.add(trade("t1", "BUY", 2, 50.0, DAY + "09:01:00Z"), trade("t2", "SELL", 1, 30.0, DAY + "09:16:00Z"),
                trade("t3", "BUY", 1, 10.0, DAY + "09:40:00Z"))
