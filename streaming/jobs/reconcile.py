@@ -7,8 +7,8 @@ too-late trades (gold/late_trades), and `compare` says whether it is.
 
 The recompute is Spark's `gold.trade_summary` on a batch of silver, independent of the Arrow
 sums the stream adds to gold, cut at the Kafka offsets gold has counted (from the batch-watermark
-ledger, read under gold's locks): the stream writes silver before gold in each micro-batch, so
-silver may be a batch ahead.
+ledger, read under gold's locks): a micro-batch writes its ledger rows once silver holds its
+trades, so silver may be a batch ahead, never behind.
 
 A backfill writes silver's values into gold, only for final windows (window_end <= the
 stream's watermark): any trade of theirs that arrives now is too late, so the stream never
