@@ -115,7 +115,8 @@ class GoldStep:
             self.ledger(ledger, batch)
 
         with self.lake.writing(*GOLD_WRITES):
-            self.lake.at_once(*map(functools.partial(functools.partial, commit), files, files.values(), committed),
+            self.lake.at_once(*(functools.partial(commit, phase, step, done)
+                                for (phase, step), done in zip(files.items(), committed)),
                               lambda: self.record_late(late, ledger, batch),
                               lambda: self.update_gold(sums, ledger, batch, Write.ADD, look_before=rerun),
                               ledger_after_files)
