@@ -51,7 +51,7 @@ class As:
 
 @pytest.fixture
 def logins(tmp_path) -> Logins:
-    # Cheap hashes: every request with HTTP Basic checks one, and scrypt's takes about 0.15 s.
+    # Cheap hashes: every request with HTTP Basic checks one, and scrypt is slow by design.
     # test_users_file holds `users add` to scrypt.
     users = tmp_path / "users.txt"
     write_private(users, render_users({name: UserRecord(name, role, generate_password_hash(PASSWORD[name], CHEAP_HASH))
