@@ -10,7 +10,7 @@ import concurrent.futures
 import functools
 import logging
 from datetime import datetime, timezone
-from typing import Callable, Mapping
+from typing import Callable, Collection, Mapping
 
 import pandas as pd
 import pyarrow as pa
@@ -96,7 +96,8 @@ class GoldStep:
         others' window sums, added to gold; and the batch's ledger rows. `files` (by phase
         name) commit the batch's bronze, silver and quarantine files beside them; the ledger
         waits for them, so the offsets it records are in silver (the reconciliation cuts silver
-        there). rerun: the batch may have run before (gold may hold it already)."""
+        there), and the too-late trades wait for silver (record_late). rerun: the batch may
+        have run before (gold may hold it already)."""
         files = files or {}
         committed: list[concurrent.futures.Future[None]] = [concurrent.futures.Future() for _ in files]
 
@@ -109,17 +110,20 @@ class GoldStep:
                 raise
             done.set_result(None)
 
-        def ledger_after_files() -> None:
-            for done in committed:
-                done.result()  # a failed commit's error: the ledger is not written ahead of it
-            self.ledger(ledger, batch)
+        def after(phases: Collection[str], step: Callable[[], object]) -> Callable[[], None]:
+            def run() -> None:
+                for phase, done in zip(files, committed):
+                    if phase in phases:
+                        done.result()  # a failed commit's error: nothing is written ahead of it
+                step()
+            return run
 
         with self.lake.writing(*GOLD_WRITES):
             self.lake.at_once(*(functools.partial(commit, phase, step, done)
                                 for (phase, step), done in zip(files.items(), committed)),
-                              lambda: self.record_late(late, ledger, batch),
+                              after({"silver"}, lambda: self.record_late(late, ledger, batch, new_to_silver=True)),
                               lambda: self.update_gold(sums, ledger, batch, Write.ADD, look_before=rerun),
-                              ledger_after_files)
+                              after(files, lambda: self.ledger(ledger, batch)))
 
     def ledger(self, ledger: pa.Table, batch: Batch) -> None:
         with self.phases.timed("ledger"):
@@ -150,13 +154,20 @@ class GoldStep:
                              Write.ADD, look_before=True)
         return int(pc.sum(late).as_py() or 0)
 
-    def record_late(self, late: pa.Table, ledger: pa.Table, batch: Batch) -> None:
-        """Too-late trades (LATE_CANDIDATE_COLUMNS) -> gold/late_trades."""
+    def record_late(self, late: pa.Table, ledger: pa.Table, batch: Batch, new_to_silver: bool = False) -> None:
+        """Too-late trades (LATE_CANDIDATE_COLUMNS) -> gold/late_trades. new_to_silver: the
+        trades were new to silver, which now holds them; late_trades only ever takes a trade
+        silver holds, so they are new to it too, and are appended rather than MERGEd (the MERGE
+        matches them against every trade_id of the table)."""
         if late.num_rows == 0:
             return
         rows = late.to_pandas().assign(watermark=pd.Timestamp(judged_watermark(ledger)))
         rows["late_by"] = rows["watermark"] - pd.to_datetime(rows["event_time"], utc=True)
-        self.lake.publish(LATE_TRADES, late_trade_rows(rows, self.settings.window, datetime.now(timezone.utc)), batch)
+        rows = late_trade_rows(rows, self.settings.window, datetime.now(timezone.utc))
+        if new_to_silver:
+            self.lake.commit_files(LATE_TRADES, self.lake.write_files(LATE_TRADES, rows), batch)
+        else:
+            self.lake.publish(LATE_TRADES, rows, batch)
 
     def update_gold(self, sums: pa.Table, ledger: pa.Table, batch: Batch, write: Write, look_before: bool) -> None:
         """Window sums -> gold: added to its totals (Write.ADD) or setting them (UPSERT), with a

@@ -171,6 +171,34 @@ def test_a_crash_after_gold_before_silver_and_history_records_everything_once_on
     assert len(stream.check_table(BATCH_WATERMARKS)) > ledger_rows
 
 
+def test_a_crash_after_silver_before_the_too_late_trades_records_them_once_on_restart(stream, monkeypatch):
+    stream.add(trade("t1", "BUY", 2, 50.0, DAY + "09:01:00Z"), trade("t2", "SELL", 1, 30.0, DAY + "09:16:00Z"),
+               trade("t3", "BUY", 1, 10.0, DAY + "09:40:00Z"))
+    stream.process()
+    # The too-late trades are appended once silver holds them; this time their commit dies.
+    committed = Lake.commit_files
+
+    def killed_at_the_late_trades(lake, table, files, batch):
+        if table is LATE_TRADES:
+            raise RuntimeError("killed at the too-late trades")
+        return committed(lake, table, files, batch)
+
+    monkeypatch.setattr(Lake, "commit_files", killed_at_the_late_trades)
+    stream.add(trade("t4", "SELL", 3, 5.0, DAY + "09:20:00Z"), trade("t5", "BUY", 1, 1.0, DAY + "09:05:00Z"))
+    with pytest.raises(Exception, match="killed at the too-late trades"):
+        stream.process()
+    stream.check_table(SILVER, trade_id=["t1", "t2", "t3", "t4", "t5"])
+    stream.check_table(LATE_TRADES, rows=0)
+
+    monkeypatch.undo()
+    stream.restart()
+    stream.process()
+    stream.add(trade("t6", "SELL", 1, 2.0, DAY + "09:04:00Z"))  # too late as well, in a batch of its own
+    stream.process()
+    stream.check_table(LATE_TRADES, trade_id=["t5", "t6"])
+    stream.check_gold({"09:00": (100.0, 0.0, 1), "09:15": (0.0, 45.0, 2), "09:30": (10.0, 0.0, 1)})
+
+
 def test_a_crash_between_the_file_writes_and_the_commit_shows_no_row_and_loses_nothing(stream, monkeypatch):
     stream.add(trade("t1", "BUY", 2, 50.0, DAY + "09:01:00Z"), trade("t2", "SELL", 1, 30.0, DAY + "09:16:00Z"),
                trade("t3", "BUY", 1, 10.0, DAY + "09:40:00Z"))
