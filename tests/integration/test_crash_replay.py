@@ -130,7 +130,8 @@ def test_a_crash_after_gold_before_silver_and_history_records_everything_once_on
     stream.process()
     ledger_rows = len(stream.check_table(BATCH_WATERMARKS))
     # The next batch's gold and its correction land; `lost` files and gold's history, committed
-    # beside them, do not, nor the ledger, which waits for the files.
+    # beside them, do not, nor the ledger, which waits for the files, nor the too-late trade,
+    # which waits for silver.
     committed, published = Lake.commit_files, Lake.publish
 
     def killed_at_the_files(lake, table, files, batch):
@@ -145,13 +146,15 @@ def test_a_crash_after_gold_before_silver_and_history_records_everything_once_on
 
     monkeypatch.setattr(Lake, "commit_files", killed_at_the_files)
     monkeypatch.setattr(Lake, "publish", killed_at_the_history)
-    stream.add(trade("t4", "SELL", 3, 5.0, DAY + "09:20:00Z"), b"[1, 2]")
+    stream.add(trade("t4", "SELL", 3, 5.0, DAY + "09:20:00Z"), trade("t5", "BUY", 1, 1.0, DAY + "09:05:00Z"),
+               b"[1, 2]")
     with pytest.raises(Exception, match="killed beside gold"):
         stream.process()
     expected = {"09:00": (100.0, 0.0, 1), "09:15": (0.0, 45.0, 2), "09:30": (10.0, 0.0, 1)}
     stream.check_gold(expected)
     stream.check_table(CORRECTIONS, rows=1)
     stream.check_table(SILVER, trade_id=["t1", "t2", "t3"])
+    stream.check_table(LATE_TRADES, rows=0)  # the too-late trade waits for silver
     stream.check_table(SUMMARY_HISTORY, rows=3)
     stream.check_table(BATCH_WATERMARKS, rows=ledger_rows)
 
@@ -161,8 +164,9 @@ def test_a_crash_after_gold_before_silver_and_history_records_everything_once_on
     # The batch ran again and found itself in gold: nothing is added twice, and its change is
     # made from gold as it stood before it, not from gold as it is (no change at all).
     stream.check_gold(expected)
-    stream.check_table(SILVER, trade_id=["t1", "t2", "t3", "t4"])
-    stream.check_table(BRONZE, rows=5)
+    stream.check_table(SILVER, trade_id=["t1", "t2", "t3", "t4", "t5"])
+    stream.check_table(LATE_TRADES, trade_id=["t5"])
+    stream.check_table(BRONZE, rows=6)
     stream.check_table(QUARANTINE, rows=1)
     corrected = stream.check_table(CORRECTIONS, rows=1).iloc[0]
     assert (corrected.sell_amount_before, corrected.sell_amount_after, corrected.late_trades) == (30.0, 45.0, 1)
