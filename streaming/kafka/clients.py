@@ -14,7 +14,7 @@ import time
 import uuid
 from typing import Any, Mapping
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 LOGGER_NAME = "streaming.librdkafka"
@@ -136,13 +136,25 @@ class EndOffsets:
 
     def __init__(self, config: Mapping[str, str], topic: str, partitions_every_s: float = 30.0):
         self.topic = topic
+        self._config = config
         self._consumer = consumer(config, "end-offsets")
         self._partitions: list[int] = []
         self._partitions_at = float("-inf")
         self._partitions_every_s = partitions_every_s
 
     def read(self, timeout_s: float = 2.0) -> dict[str, int]:
-        """"topic:partition" -> end offset."""
+        """"topic:partition" -> end offset. After a failure the next read starts from a new
+        consumer: one that outlived a stalled broker may hold its metadata (a leader epoch the
+        broker has fenced since) until its next refresh, minutes away."""
+        try:
+            return self._read(timeout_s)
+        except KafkaException:
+            self._partitions = []
+            old, self._consumer = self._consumer, consumer(self._config, "end-offsets")
+            old.close()
+            raise
+
+    def _read(self, timeout_s: float) -> dict[str, int]:
         if not self._partitions or time.monotonic() - self._partitions_at >= self._partitions_every_s:
             self._partitions = partitions_of(self._consumer, self.topic, timeout_s)
             self._partitions_at = time.monotonic()

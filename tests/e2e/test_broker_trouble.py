@@ -65,8 +65,11 @@ def test_a_broker_that_stalls_for_a_while_is_ridden_out_and_said_while_it_lasts(
 
         writer.send(trade("b2", "SELL", 1, 10.0, DAY + "09:20:00Z"))
         wait_for(lambda: gold_rows(data) == 2, 180, what="gold to carry on after the stall")
-        wait_for(lambda: api_status(web)["kafka"].get("unreachable_since") is None, 60, interval_s=1,
-                 what="/api/status to stop saying Kafka is unreachable")
+        try:
+            wait_for(lambda: api_status(web)["kafka"].get("unreachable_since") is None, 60, interval_s=1,
+                     what="/api/status to stop saying Kafka is unreachable")
+        except AssertionError as failed:  # what the app said and logged, to tell why
+            raise AssertionError(f"{failed}: {api_status(web)['kafka']}\n{app.output[-8000:]}") from None
         assert all(q["restarts"] == 0 and q["error"] is None for q in api_status(web)["queries"]), app.output
         code, _ = app.terminate()
         assert code == 0, app.output
