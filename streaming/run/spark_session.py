@@ -177,7 +177,10 @@ def size_to_cluster(spark, wait_s: float = 60.0) -> int:
     return cores
 
 
-IDLE_LOOK_MS = 500  # with nothing new, Spark asks the broker again after this long
+# With nothing new, Spark sleeps this long before it asks the broker again (or till the
+# trigger's next tick, if later). A trade after a quiet spell waits for that look: the price of
+# an idle app under issue 47's 0.05 of a core (docs/idle.md).
+IDLE_LOOK_MS = 1500
 
 
 def _prepare_environment(bind: str) -> None:

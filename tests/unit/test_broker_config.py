@@ -1,7 +1,10 @@
 """The embedded broker's settings: one __consumer_offsets partition on a new data dir, and as many
-as an existing one holds (the real broker: tests/integration/test_broker_offsets_topic.py)."""
+as an existing one holds (the real broker: tests/integration/test_broker_offsets_topic.py); no
+more request threads than cores."""
 
-from streaming.kafka.broker_config import offsets_topic_partitions, server_properties
+import os
+
+from streaming.kafka.broker_config import offsets_topic_partitions, request_threads, server_properties
 
 
 def test_a_new_data_dir_gets_one_offsets_partition(tmp_path):
@@ -21,3 +24,10 @@ def test_a_data_dir_with_offsets_partitions_keeps_as_many_as_it_holds(tmp_path):
 def test_the_setting_is_written_to_server_properties(tmp_path):
     text = server_properties(tmp_path, 9092, 9093, offsets_partitions=1)
     assert "offsets.topic.num.partitions=1\n" in text
+
+
+def test_the_broker_has_a_request_thread_per_core_up_to_kafkas_eight(tmp_path):
+    threads = request_threads()
+    assert 1 <= threads <= 8
+    assert threads <= len(os.sched_getaffinity(0))
+    assert f"num.io.threads={threads}\n" in server_properties(tmp_path, 9092, 9093)
