@@ -61,7 +61,7 @@ def server_properties(log_dirs: Path, port: int, controller_port: int, offsets_p
         # The lone controller appends a no-op record to its metadata log this often (500 ms by
         # default): a third of the idle broker's CPU (docs/idle.md).
         "metadata.max.idle.interval.ms": "5000",
-        # Request handler threads: Kafka's 8 cost the idle broker a third of its CPU on a
+        # Request handler threads: Kafka's 8 cost the idle broker a fifth of its CPU on a
         # 2-core machine; more than the cores add nothing under load (docs/idle.md).
         "num.io.threads": str(request_threads()),
     }

@@ -144,8 +144,8 @@ class EndOffsets:
 
     def read(self, timeout_s: float = 2.0) -> dict[str, int]:
         """"topic:partition" -> end offset. After a failure the next read starts from a new
-        consumer: one that outlived a stalled broker may hold its metadata (a leader epoch the
-        broker has fenced since) until its next refresh, minutes away."""
+        consumer, with the broker's metadata as it is then: after a stall the old one's next
+        read failed on a leader epoch the broker had fenced meanwhile."""
         try:
             return self._read(timeout_s)
         except KafkaException:
