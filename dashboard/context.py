@@ -21,7 +21,7 @@ from dashboard.data import (
 )
 from dashboard.readers import DayReader, HistoryReader, LatenessReader, QuarantineReader, SilverFilterValues
 from streaming.lake.store import Lake
-from streaming.lake.tables import CORRECTIONS, GOLD, GOLD_WRITES, LATE_TRADES
+from streaming.lake.tables import CORRECTIONS, GOLD, GOLD_VIEW, LATE_TRADES
 from streaming.medallion.lateness import LatenessTally
 
 
@@ -96,7 +96,7 @@ class PageContext:
     def steady(self) -> bool:
         """Whether no gold step of this process is midway: gold commits beside its corrections
         and history, and a push reads them at one micro-batch."""
-        return self.lake is None or self.lake.steady(*GOLD_WRITES)
+        return self.lake is None or self.lake.steady(*GOLD_VIEW)
 
     def gold_days(self) -> list[str]:
         """trading_days of gold, worked out again only when the reader has read a new frame."""

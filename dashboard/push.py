@@ -35,6 +35,7 @@ from dashboard.panel_cache import PanelCache, plain
 from dashboard.panels import DRAWN_FROM_SNAPSHOT
 from dashboard.panels.quarantine import quarantine_view
 from dashboard.refresh import view_snapshot
+from streaming.lake import midway
 
 log = logging.getLogger(__name__)
 
@@ -119,11 +120,11 @@ def same_frames(these: tuple, those: tuple) -> bool:
 
 class Publisher:
     """The default view's snapshot (status included), pushed when it changes: a look every
-    poll_s while a page is connected; a new gold version is pushed at once (once the last push
-    is gold_gap_s old), any other change once the last push is min_gap_s old. What the page is
-    for, a trade reaching the chart, waits for no status push; the status alone pushes no more
-    often than before. Each page waits for a newer push than its last (wait_newer): there is no
-    queue, a slow page skips to the newest."""
+    poll_s while a page is connected, and as a gold step settles gold's tables (midway.py); a
+    new gold version is pushed at once (once the last push is gold_gap_s old), any other change
+    once the last push is min_gap_s old. What the page is for, a trade reaching the chart, waits
+    for no status push; the status alone pushes no more often than before. Each page waits for
+    a newer push than its last (wait_newer): there is no queue, a slow page skips to the newest."""
 
     def __init__(self, context: PageContext, poll_s: float = POLL_S, min_gap_s: float = MIN_GAP_S,
                  clock: Callable[[], float] = time.monotonic, gold_gap_s: float = GOLD_GAP_S,
@@ -140,8 +141,7 @@ class Publisher:
         self._snapshot: dict | None = None
         self._told: dict | None = None  # news(self._snapshot)
         self._panels: list[dict] = []  # the last push's panels_drawn
-        self._push_id = ""
-        self._pushed_at = -math.inf
+        self._push_id, self._pushed_at = "", -math.inf
         self._pushed_gold: Any = None  # gold's frame as of the last push
         self._frames: tuple = ()
         self._data: dict | None = None
@@ -150,8 +150,7 @@ class Publisher:
         self._quarantine_changes = 0
         self._filter_values: tuple | None = None
         self._filter_changes, self._filters_read_at = 0, -math.inf
-        self._subscribers = 0
-        self._stopping = False
+        self._subscribers, self._stopping = 0, False
         self._thread: threading.Thread | None = None
         self._kept: OrderedDict[str, list] = OrderedDict()  # push_id -> [payload, parsed or None]
         self.panels = PanelCache()
@@ -323,10 +322,10 @@ class Publisher:
                 self._changed.wait_for(lambda: self._subscribers > 0 or self._stopping)
                 if self._stopping:
                     return
+            seen = midway.settles()
             self._look_safely()
             pause = max(self.poll_s, self._pushed_at + self.gold_gap_s - self.clock())
-            with self._changed:
-                self._changed.wait_for(lambda: self._stopping, pause)
+            midway.wait_for_settled(seen, pause)  # a gold step of this process settling: a look at once
 
 
 def event_stream(publisher: Publisher, last_event_id: str | None = None, stream_s: float = STREAM_S,

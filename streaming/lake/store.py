@@ -35,7 +35,7 @@ from deltalake.exceptions import TableNotFoundError
 from deltalake.schema import Field as DeltaField
 from deltalake.transaction import AddAction
 
-from streaming.lake import merges, partitions, tables
+from streaming.lake import merges, midway, partitions, tables
 from streaming.lake.files import DataFile, write_file
 from streaming.lake.locations import is_remote, local_path
 from streaming.lake.sql import in_time_range, plain_strings, quote
@@ -108,6 +108,7 @@ def table_properties(table: Table) -> dict[str, str]:
     """The Delta properties `ensure` gives the table: its checkpoints and its history."""
     return {"delta.checkpointInterval": CHECKPOINT_INTERVAL, "delta.logRetentionDuration": table.history,
             "delta.deletedFileRetentionDuration": table.replaced_files_kept}
+
 
 
 class Lake:
@@ -266,26 +267,26 @@ class Lake:
             return _locks.setdefault(location, threading.RLock())
 
     def steady(self, *some: Table) -> bool:
-        """Whether no writer in this process is midway through these tables (holds a lock of
-        theirs): a reader that wants them at one step looks again later if not."""
-        for lock in filter(None, (_locks.get(self.location(table)) for table in some)):
-            if not lock.acquire(blocking=False):
-                return False
-            lock.release()
-        return True
+        """Whether no writer in this process is midway through these tables: a reader that wants
+        them at one step looks again later if not."""
+        return midway.steady([self.location(table) for table in some])
 
     @contextlib.contextmanager
-    def writing(self, *some: Table) -> Iterator[None]:
-        """Hold these tables' locks (in catalog order, so two writers never wait on each other)."""
+    def writing(self, *some: Table) -> Iterator[midway.Writing]:
+        """Hold these tables' locks (in catalog order, so two writers never wait on each other),
+        midway through them until the end or `Writing.settle`."""
         ordered = sorted(set(some), key=lambda t: (_CATALOG_ORDER.get(t.name, len(_CATALOG_ORDER)), t.name))
         with contextlib.ExitStack() as stack:
             for table in ordered:
                 stack.enter_context(self._lock(table))
             before = _held.locations
-            _held.locations = before | {self.location(table) for table in ordered}
+            taken = {self.location(table) for table in ordered} - before
+            _held.locations = before | taken
+            held = midway.Writing(taken, self.location)
             try:
-                yield
+                yield held
             finally:
+                held.settle_all()
                 _held.locations = before
 
     def at_once(self, *steps: Callable[[], object]) -> None:

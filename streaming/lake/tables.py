@@ -38,8 +38,9 @@ DAY_FILE_BYTES = 256 * 2**10
 # How long older versions stay readable: Delta's log keeps each commit (and a checkpoint per
 # 10) this long. Every table gains a version per micro-batch, and each commit, and each reader
 # brought up to date, goes over every file in the log directory: the shorter the history, the
-# cheaper (docs/long-runs.md). The in-app readers follow the latest version.
-HISTORY = "interval 2 minutes"
+# cheaper (docs/long-runs.md). The in-app readers follow the latest version; a batch run again
+# after a crash reads gold's last versions before it commits there.
+HISTORY = "interval 30 seconds"
 # How long the files a compaction replaced stay on disk, for a read of a version it loaded
 # before (a long Spark job's): the writer's vacuum deletes them after this.
 REPLACED_FILES_KEPT = "interval 15 minutes"
@@ -238,3 +239,5 @@ ALL = (BRONZE, SILVER, QUARANTINE, GOLD, CORRECTIONS, BATCH_WATERMARKS, LATE_TRA
 # The tables the sink's gold step writes as one step: a reader holding their locks (the
 # reconciliation, a backfill, the page) sees them all at the same batch.
 GOLD_WRITES = (GOLD, CORRECTIONS, BATCH_WATERMARKS, LATE_TRADES, SUMMARY_HISTORY)
+# Those the page's view is made from: a live gold step settles them before its ledger is in.
+GOLD_VIEW = (GOLD, CORRECTIONS, LATE_TRADES, SUMMARY_HISTORY)

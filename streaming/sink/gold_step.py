@@ -24,6 +24,7 @@ from streaming.lake.tables import (
     BATCH_WATERMARKS,
     CORRECTIONS,
     GOLD,
+    GOLD_VIEW,
     GOLD_WRITES,
     LATE_TRADES,
     SILVER,
@@ -96,8 +97,10 @@ class GoldStep:
         others' window sums, added to gold; and the batch's ledger rows. `files` (by phase
         name) commit the batch's bronze, silver and quarantine files beside them; the ledger
         waits for them, so the offsets it records are in silver (the reconciliation cuts silver
-        there), and the too-late trades wait for silver (record_late). rerun: the batch may
-        have run before (gold may hold it already)."""
+        there), and the too-late trades wait for silver (record_late). Gold, its corrections,
+        history and too-late trades are settled for readers as soon as they are in, the ledger
+        still to come (tables.GOLD_VIEW). rerun: the batch may have run before (gold may hold
+        it already)."""
         files = files or {}
         committed: list[concurrent.futures.Future[None]] = [concurrent.futures.Future() for _ in files]
 
@@ -118,12 +121,16 @@ class GoldStep:
                 step()
             return run
 
-        with self.lake.writing(*GOLD_WRITES):
+        with self.lake.writing(*GOLD_WRITES) as held:
+            def gold_view() -> None:
+                self.update_gold(sums, ledger, batch, Write.ADD, look_before=rerun)
+                if late.num_rows:
+                    after({"silver"}, lambda: self.record_late(late, ledger, batch, new_to_silver=True))()
+                held.settle(*GOLD_VIEW)  # the page may push them now, while the ledger waits for silver
+
             self.lake.at_once(*(functools.partial(commit, phase, step, done)
                                 for (phase, step), done in zip(files.items(), committed)),
-                              after({"silver"}, lambda: self.record_late(late, ledger, batch, new_to_silver=True)),
-                              lambda: self.update_gold(sums, ledger, batch, Write.ADD, look_before=rerun),
-                              after(files, lambda: self.ledger(ledger, batch)))
+                              gold_view, after(files, lambda: self.ledger(ledger, batch)))
 
     def ledger(self, ledger: pa.Table, batch: Batch) -> None:
         with self.phases.timed("ledger"):

@@ -58,10 +58,10 @@ def test_a_trigger_of_0_runs_batches_back_to_back_and_spark_gets_0_seconds(text)
     assert settings.trigger == timedelta(0) and format_duration(settings.trigger) == "0 seconds"
 
 
-def test_the_start_line_says_how_often_batches_run():
-    assert parse_settings([]).trigger == timedelta(milliseconds=500)
-    assert "batches every 500 milliseconds" in parse_settings([]).describe()
-    assert "batches back to back" in parse_settings(["--trigger", "0"]).describe()
+def test_batches_run_back_to_back_unless_an_interval_is_given_and_the_start_line_says_which():
+    assert parse_settings([]).trigger == timedelta(0)
+    assert "batches back to back" in parse_settings([]).describe()
+    assert "batches every 2 seconds" in parse_settings(["--trigger", "2s"]).describe()
 
 
 @pytest.mark.parametrize("text", ["-1 seconds", "0.5 milliseconds", "soon"])

@@ -164,7 +164,7 @@ def test_a_table_made_without_its_properties_gains_them_and_keeps_its_rows(tmp_p
     lake.ensure(plain)
     configuration = DeltaTable(str(tmp_path / "bronze")).metadata().configuration
     assert configuration == {**configuration, "delta.checkpointInterval": "10",
-                             "delta.logRetentionDuration": "interval 2 minutes",
+                             "delta.logRetentionDuration": "interval 30 seconds",
                              "delta.deletedFileRetentionDuration": "interval 15 minutes"}
     assert sorted(lake.read(plain)["offset"].to_pylist()) == [1, 2]
 

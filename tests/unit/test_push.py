@@ -143,6 +143,30 @@ def test_a_gold_step_midway_is_pushed_once_it_is_done(publisher, lake, clock):
     assert [w["buy_amount"] for w in pushed(publisher)["windows"]] == [100.0, 50.0]
 
 
+def test_a_gold_step_is_pushed_once_it_settles_gold_s_view_though_its_ledger_is_still_to_come(publisher, lake,
+                                                                                            clock):
+    assert publisher.check()
+    settled, finish = threading.Event(), threading.Event()
+
+    def gold_step() -> None:  # gold, its corrections and history in; the ledger waits for silver
+        with lake.writing(*tables.GOLD_WRITES) as held:
+            write_window(lake, 1, "09:15", 50.0)
+            held.settle(*tables.GOLD_VIEW)
+            settled.set()
+            finish.wait(10)
+
+    writer = threading.Thread(target=gold_step)
+    writer.start()
+    try:
+        assert settled.wait(10)
+        later(clock)
+        assert publisher.check()
+        assert [w["buy_amount"] for w in pushed(publisher)["windows"]] == [100.0, 50.0]
+    finally:
+        finish.set()
+        writer.join(10)
+
+
 def lag(*levels: int) -> list[dict]:
     """A lag history: a sample every 2 s at these levels."""
     return [{"at": f"2026-03-02T10:00:{2 * i:02d}+00:00", "lag": level} for i, level in enumerate(levels)]
