@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from streaming.lake.tables import Table
 
 _midway: dict[str, int] = {}  # table location -> writers midway through it
 _settles = 0  # how many times a writer has settled tables
@@ -37,14 +41,14 @@ def wait_for_settled(seen: int, timeout_s: float) -> None:
 class Writing:
     """A writer's hold on some tables: midway through them until `settle` or `settle_all`."""
 
-    def __init__(self, locations: Collection[str], location_of: Callable[..., str]):
+    def __init__(self, locations: Collection[str], location_of: Callable[[Table], str]):
         self._midway = set(locations)
         self._location_of = location_of
         with _settled:
             for location in self._midway:
                 _midway[location] = _midway.get(location, 0) + 1
 
-    def settle(self, *tables: object) -> None:
+    def settle(self, *tables: Table) -> None:
         """These tables (of those held) stand at one step from now on."""
         self._end({self._location_of(table) for table in tables})
 

@@ -110,7 +110,6 @@ def table_properties(table: Table) -> dict[str, str]:
             "delta.deletedFileRetentionDuration": table.replaced_files_kept}
 
 
-
 class Lake:
     """The tables of the catalog under one root (a data dir)."""
 
