@@ -71,11 +71,15 @@
     }
 
     // Sets each pushed panel's outputs (dashboard/push.panels_drawn) that differ from the last set,
-    // when the page's choices are the ones they were drawn with. Returns whether a panel with
-    // choices of the page's own must be drawn by the server instead (the chart alone).
-    function applyPanels(panels, choices) {
+    // when the page's choices are the ones they were drawn with, and its tab, if it has one, is the
+    // one shown: a hidden tab costs a push nothing, and gets the newest push's when opened. Returns
+    // whether a panel with choices of the page's own must be drawn by the server instead (the chart alone).
+    function applyPanels(panels, choices, tab) {
         let ownDrawing = false;
         (panels || []).forEach(function (panel) {
+            if (panel.tab && panel.tab !== tab) {
+                return;
+            }
             const drawnWith = Object.keys(panel.choices).every(
                 key => JSON.stringify(choices[key]) === JSON.stringify(panel.choices[key]));
             if (!drawnWith) {
@@ -91,6 +95,12 @@
             }
         });
         return ownDrawing;
+    }
+
+    function choicesOf(values) {
+        const choices = {};
+        config.choices.forEach((key, index) => { choices[key] = values[index]; });
+        return choices;
     }
 
     function chosen(value) {
@@ -123,13 +133,19 @@
         // with no request (the server's callbacks take the snapshot store as State). The tick moves (the server then works out this page's
         // view) for a push in a view of the page's own, and for a quarantine change while the
         // panel shows a reason or another day.
-        // tab: the tab shown. choiceValues: the page's choices the pushed panels were drawn with, in
+        // tab: the tab shown (opening one sets its panels from the newest push). choiceValues: the page's choices the pushed panels were drawn with, in
         // config.choices' order.
-        follow: function (pushed, day, channel, symbol, tick, reason, filterTick, chartDraw, tab, ...choiceValues) {
+        follow: function (pushed, day, channel, symbol, tab, tick, reason, filterTick, chartDraw, ...choiceValues) {
             const noUpdate = window.dash_clientside.no_update;
             const triggered = (window.dash_clientside.callback_context.triggered || []).map(t => t.prop_id);
             const byPush = pushed && config !== null && triggered.some(id => id.startsWith(config.pushed + "."));
             const shared = pushed && isDefaultView(pushed, day, channel, symbol);
+            if (config !== null && triggered.length === 1 && triggered[0].startsWith(config.tabs + ".")) {
+                if (shared && pushed.push_id === copied) {  // the newest push's panels of the tab opened
+                    applyPanels(pushed.panels, choicesOf(choiceValues), tab);
+                }
+                return [noUpdate, noUpdate, noUpdate, noUpdate, noUpdate];
+            }
             let ticks = byPush && !shared;
             let quarantine = noUpdate;
             let filters = noUpdate;
@@ -172,9 +188,7 @@
                 delete snapshot.quarantine_changes;
                 delete snapshot.filter_changes;
                 delete snapshot.panels;
-                const choices = {};
-                config.choices.forEach((key, index) => { choices[key] = choiceValues[index]; });
-                if (applyPanels(pushed.panels, choices)) {
+                if (applyPanels(pushed.panels, choicesOf(choiceValues), tab)) {
                     chart = (chartDraw || 0) + 1;
                 }
             }

@@ -36,6 +36,7 @@ class Drawing:
     outputs: tuple[tuple[str, str], ...]
     compute: Callable[..., Any]
     choices: tuple[tuple[str, str, Any], ...] = ()
+    tab: str | None = None  # the tab it shows in (tabs.TABS), if not on the page's one screen
 
     def values(self, snapshot: Any, *choices: Any) -> list:
         """The outputs' values, one per output."""
@@ -44,10 +45,11 @@ class Drawing:
 
     def for_push(self, snapshot: Any) -> dict:
         """The outputs drawn with the default choices, as push.js sets them: [[id, prop, value]],
-        and the choices they were drawn with ({"id.prop": value})."""
+        the choices they were drawn with ({"id.prop": value}), and the tab they show in (push.js
+        sets them while it is shown, and the newest push's when it is opened)."""
         values = self.values(snapshot, *(default for _, _, default in self.choices))
         return {"name": self.name, "props": [[i, prop, value] for (i, prop), value in zip(self.outputs, values)],
-                "choices": {f"{i}.{prop}": default for i, prop, default in self.choices}}
+                "choices": {f"{i}.{prop}": default for i, prop, default in self.choices}, "tab": self.tab}
 
 
 @dataclass(frozen=True)

@@ -351,7 +351,7 @@ def layout() -> list:
     """The stores push.js writes, what it is told, and the connection indicator (fixed in a corner)."""
     config = {"url": EVENTS_PATH, "pushed": ids.PUSHED, "tick": ids.TICK, "filterTick": ids.FILTER_TICK,
               "state": ids.PUSH_STATE, "retryMs": RETRY_MS, "retryMaxMs": RETRY_MAX_MS, "liveStyle": LIVE_STYLE,
-              "downStyle": DOWN_STYLE, "tabTicks": {ids.TAB_LATENESS: ids.LATENESS_TICK},
+              "downStyle": DOWN_STYLE, "tabTicks": {ids.TAB_LATENESS: ids.LATENESS_TICK}, "tabs": ids.PAGE_TABS,
               "choices": [f"{i}.{prop}" for i, prop in CHOICES]}
     return [dcc.Store(id=ids.PUSHED), dcc.Store(id=ids.PUSH_CONFIG, data=config),
             html.Span("Connecting…", id=ids.PUSH_STATE, style=INDICATOR_STYLE, title="The page's live connection")]
@@ -387,13 +387,13 @@ def register(app: Dash, publisher: Publisher) -> None:
     # changed; in a view of the page's own it moves the tick (the server works that view out), and
     # so it does for a quarantine change while the panel shows a reason, or after a restart. A
     # change of the newest day's channels and symbols moves the options' tick, and each push the
-    # shown tab's tick (config's tabTicks).
+    # shown tab's tick (config's tabTicks). A tab opened gets its panels from the newest push.
     app.clientside_callback(ClientsideFunction("push", "follow"), Output(ids.SNAPSHOT, "data", allow_duplicate=True),
                             Output(ids.TICK, "n_intervals"), Output(ids.QUARANTINE_STORE, "data", allow_duplicate=True),
                             Output(ids.FILTER_TICK, "n_intervals"), Output(ids.CHART_DRAW, "data"),
                             Input(ids.PUSHED, "data"), Input(ids.DAY_PICKER, "value"),
                             Input(ids.CHANNEL_FILTER, "value"), Input(ids.SYMBOL_FILTER, "value"),
-                            State(ids.TICK, "n_intervals"), State(ids.QUARANTINE_REASON, "value"),
-                            State(ids.FILTER_TICK, "n_intervals"), State(ids.CHART_DRAW, "data"),
-                            State(ids.PAGE_TABS, "value"), *(State(i, prop) for i, prop in CHOICES),
+                            Input(ids.PAGE_TABS, "value"), State(ids.TICK, "n_intervals"),
+                            State(ids.QUARANTINE_REASON, "value"), State(ids.FILTER_TICK, "n_intervals"),
+                            State(ids.CHART_DRAW, "data"), *(State(i, prop) for i, prop in CHOICES),
                             prevent_initial_call=True)

@@ -96,7 +96,7 @@ def health_panel(snapshot: dict | None) -> tuple:
 
 DRAWING = Drawing("health", ((ids.HEALTH_QUERIES, "children"), (ids.HEALTH_NOTES, "children"),
                              (ids.HEALTH_PRODUCER, "children"), (ids.KAFKA_LAG, "children"),
-                             (ids.LAG_SPARKLINE, "figure")), health_panel)
+                             (ids.LAG_SPARKLINE, "figure")), health_panel, tab=ids.TAB_HEALTH)
 
 
 def register(app: Dash, context: PageContext) -> None:

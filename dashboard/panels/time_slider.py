@@ -95,7 +95,7 @@ def live_slider_range(live) -> tuple[int, int, dict, bool]:
 
 
 SLIDER = Drawing("slider", ((ids.TM_SLIDER, "min"), (ids.TM_SLIDER, "max"), (ids.TM_SLIDER, "marks"),
-                           (ids.TM_SLIDER, "disabled")), live_slider_range)
+                           (ids.TM_SLIDER, "disabled")), live_slider_range, tab=ids.TAB_TIME_MACHINE)
 
 
 def _seconds(value) -> int | None:

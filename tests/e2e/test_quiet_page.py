@@ -52,7 +52,7 @@ def page():
         browser.close()
 
 
-def test_an_idle_page_is_quiet_and_a_trade_reaches_it_with_no_request(app, page):
+def test_an_idle_page_is_quiet_and_a_trade_reaches_it_and_a_tab_opened_after_with_no_request(app, page):
     app.writer.send(trade("q1", "BUY", 2, 50.0, DAY + "09:01:00Z"))
     page.goto(app.url)
     wait_for_text(page, "#push-state", "Live", timeout=60_000)
@@ -68,9 +68,18 @@ def test_an_idle_page_is_quiet_and_a_trade_reaches_it_with_no_request(app, page)
     assert quiet <= 6, page.callbacks  # before: 5 requests a push, a push every 2 s
 
     page.callbacks.clear()
+    hidden_health = page.text_content("#health-queries")
     app.writer.send(trade("q2", "BUY", 3, 100.0, DAY + "09:02:00Z"))
     wait_for_text(page, "#kpi-cards", "$400", timeout=60_000)
     wait_for_text(page, "#status-line", "Watermark", timeout=10_000)
     page.wait_for_timeout(1_000)
     asked = [output for output in page.callbacks if any(panel in output for panel in PUSHED_PANELS)]
     assert asked == [] and page.evaluate("window.pushesSeen") > pushes
+
+    # The Health tab, hidden, was left as it was; opened, it shows the newest push's, asking nothing.
+    assert page.text_content("#health-queries") == hidden_health
+    page.click("#page-tabs label:has-text('Health')")
+    page.wait_for_function("before => { const t = document.querySelector('#health-queries');"
+                           " return t.textContent.includes('active') && t.textContent !== before; }",
+                           arg=hidden_health, timeout=10_000)
+    assert not any(panel in output for output in page.callbacks for panel in PUSHED_PANELS), page.callbacks
