@@ -7,12 +7,9 @@ viewer, where this work is shared. The browser's EventSource reconnects by itsel
 restart; assets/push.js shows the connection's state and turns the fallback interval
 (ids.TICK) on while it is down.
 
-The panels drawn from the snapshot store still run per page (each page uploads its store), but
-their work is shared too: a push carries its push_id, and the first page to draw a push works a
-panel's outputs out from the server's own copy of that push (PanelCache); the other pages get
-those. Chosen over pushing the panels' outputs themselves (push.js setting them, the server
-callbacks silenced in the default view): the same page and callbacks serve every view, and a
-page whose push is too old, or a view of its own, is drawn as before."""
+A push carries the default view's panels drawn (panels_drawn), which a page in that view sets
+itself (assets/push.js). A page's own view, or a push too old, is drawn by the panels' callbacks,
+which share their work per push and choices (shared, PanelCache)."""
 
 from __future__ import annotations
 
@@ -189,19 +186,22 @@ class Publisher:
                 and day == self._quarantine[2]):
             self._quarantine, self._quarantine_changes = (counts, newest, day), self._quarantine_changes + 1
             self._quarantine_view = quarantine_view(counts or [], newest or [], day, None)
-        filters = self._read_filter_values() if self.clock() - self._filters_read_at >= FILTER_LOOK_S else None
-        if filters is not None and filters != self._filter_values:
-            self._filter_values, self._filter_changes = filters, self._filter_changes + 1
         return {"quarantine": self._quarantine_view, "quarantine_changes": self._quarantine_changes,
                 "filter_changes": self._filter_changes}
 
-    def _read_filter_values(self) -> tuple | None:
+    def follow_filter_values(self) -> None:
+        """Reads the newest day's channels and symbols, FILTER_LOOK_S after the last read, and counts
+        a change (page_parts): between looks, so that no push waits for silver's log."""
+        if self.clock() - self._filters_read_at < FILTER_LOOK_S:
+            return
         values, self._filters_read_at = self.context.filter_values, self.clock()
         try:
-            return values.read(self.context.shown_day(None)) if values is not None else ([], [])
+            filters = values.read(self.context.shown_day(None)) if values is not None else ([], [])
         except Exception as exc:  # noqa: BLE001 - the options only: the snapshot is pushed all the same
             log.warning("push: reading the channels and symbols failed: %s", exc)
-            return None
+            return
+        if filters != self._filter_values:
+            self._filter_values, self._filter_changes = filters, self._filter_changes + 1
 
     def default_snapshot(self) -> dict:
         """The default view's snapshot as the server works it out for a page (refresh_snapshot,
@@ -291,16 +291,13 @@ class Publisher:
                 self._thread.start()
             self._changed.notify_all()
         if idle:
+            self.follow_filter_values()
             self._look_safely()
         return True
 
     def unsubscribe(self) -> None:
         with self._changed:
             self._subscribers -= 1
-
-    @property
-    def stopping(self) -> bool:
-        return self._stopping
 
     def stop(self) -> None:
         """Ends the thread and every page's wait (their streams end)."""
@@ -309,6 +306,10 @@ class Publisher:
             self._changed.notify_all()
         if self._thread is not None:
             self._thread.join(timeout=5)
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
 
     def _look_safely(self) -> None:
         try:
@@ -324,6 +325,7 @@ class Publisher:
                     return
             seen = midway.settles()
             self._look_safely()
+            self.follow_filter_values()
             pause = max(self.poll_s, self._pushed_at + self.gold_gap_s - self.clock())
             midway.wait_for_settled(seen, pause)  # a gold step of this process settling: a look at once
 
@@ -383,11 +385,8 @@ def register(app: Dash, publisher: Publisher) -> None:
 
     app.clientside_callback(ClientsideFunction("push", "connect"), Output(ids.PUSH_STATE, "children"),
                             Input(ids.PUSH_CONFIG, "data"))
-    # In the default view the push is the snapshot, and the quarantine panel's store when it
-    # changed; in a view of the page's own it moves the tick (the server works that view out), and
-    # so it does for a quarantine change while the panel shows a reason, or after a restart. A
-    # change of the newest day's channels and symbols moves the options' tick, and each push the
-    # shown tab's tick (config's tabTicks). A tab opened gets its panels from the newest push.
+    # A push sets the default view's snapshot, panels and quarantine store; a view of the page's own
+    # moves the tick (the server draws it). assets/push.js's follow says the rest.
     app.clientside_callback(ClientsideFunction("push", "follow"), Output(ids.SNAPSHOT, "data", allow_duplicate=True),
                             Output(ids.TICK, "n_intervals"), Output(ids.QUARANTINE_STORE, "data", allow_duplicate=True),
                             Output(ids.FILTER_TICK, "n_intervals"), Output(ids.CHART_DRAW, "data"),

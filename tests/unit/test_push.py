@@ -271,23 +271,27 @@ def test_a_new_bad_record_moves_the_quarantine_count_so_pages_refill_their_panel
     assert pushed(publisher)["push_id"] == push_id and publisher.latest()[0] == 2
 
 
-def test_a_new_channel_or_symbol_of_the_newest_day_moves_the_filter_count_at_the_next_look_and_nothing_else_does(
+def test_a_new_channel_or_symbol_of_the_newest_day_moves_the_filter_count_at_the_next_read_and_nothing_else_does(
         lake, status, clock):
     context = PageContext(PageReaders.of(lake), status, lake=lake, filter_values=SilverFilterValues(lake))
     publisher = Publisher(context, clock=clock)
     publish_silver(lake.root, [("a", "AAPL", "BUY", 1.0, "web", "09:01")], batch_id=0)
+    publisher.follow_filter_values()
     publisher.check()
     before = pushed(publisher)["filter_changes"]
     publish_silver(lake.root, [("b", "AAPL", "SELL", 2.0, "web", "09:02")], batch_id=1)  # nothing new to choose
     write_window(lake, 1, "09:15", 50.0)
     later(clock, FILTER_LOOK_S)
+    publisher.follow_filter_values()
     assert publisher.check()
     assert pushed(publisher)["filter_changes"] == before
     publish_silver(lake.root, [("c", "NVDA", "BUY", 3.0, "kiosk", "09:03")], batch_id=2)
     later(clock)
-    write_window(lake, 2, "09:30", 50.0)  # a push sooner than FILTER_LOOK_S after the last look
+    publisher.follow_filter_values()  # sooner than FILTER_LOOK_S after the last read: not read
+    write_window(lake, 2, "09:30", 50.0)
     assert publisher.check() and pushed(publisher)["filter_changes"] == before
     later(clock, FILTER_LOOK_S)
+    publisher.follow_filter_values()
     assert publisher.check()
     assert pushed(publisher)["filter_changes"] == before + 1
 
