@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from streaming.lake.tables import Table
 
-_midway: dict[str, int] = {}  # table location -> writers midway through it
+_midway: set[str] = set()  # table locations a writer is midway through (a table's lock: one writer)
 _settles = 0  # how many times a writer has settled tables
 _settled = threading.Condition()
 
@@ -45,8 +45,7 @@ class Writing:
         self._midway = set(locations)
         self._location_of = location_of
         with _settled:
-            for location in self._midway:
-                _midway[location] = _midway.get(location, 0) + 1
+            _midway.update(self._midway)
 
     def settle(self, *tables: Table) -> None:
         """These tables (of those held) stand at one step from now on."""
@@ -60,11 +59,7 @@ class Writing:
         with _settled:
             ending = locations & self._midway
             self._midway -= ending
-            for location in ending:
-                if _midway[location] == 1:
-                    del _midway[location]
-                else:
-                    _midway[location] -= 1
+            _midway.difference_update(ending)
             if ending:
                 _settles += 1
                 _settled.notify_all()

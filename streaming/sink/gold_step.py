@@ -113,24 +113,26 @@ class GoldStep:
                 raise
             done.set_result(None)
 
-        def after(phases: Collection[str], step: Callable[[], object]) -> Callable[[], None]:
-            def run() -> None:
-                for phase, done in zip(files, committed):
-                    if phase in phases:
-                        done.result()  # a failed commit's error: nothing is written ahead of it
-                step()
-            return run
+        def wait_for(phases: Collection[str]) -> None:
+            for phase, done in zip(files, committed):
+                if phase in phases:
+                    done.result()  # a failed commit's error: nothing is written ahead of it
 
         with self.lake.writing(*GOLD_WRITES) as held:
             def gold_view() -> None:
                 self.update_gold(sums, ledger, batch, Write.ADD, look_before=rerun)
                 if late.num_rows:
-                    after({"silver"}, lambda: self.record_late(late, ledger, batch, new_to_silver=True))()
+                    wait_for({"silver"})
+                    self.record_late(late, ledger, batch, new_to_silver=True)
                 held.settle(*GOLD_VIEW)  # the page may push them now, while the ledger waits for silver
+
+            def ledger_last() -> None:
+                wait_for(files)
+                self.ledger(ledger, batch)
 
             self.lake.at_once(*(functools.partial(commit, phase, step, done)
                                 for (phase, step), done in zip(files.items(), committed)),
-                              gold_view, after(files, lambda: self.ledger(ledger, batch)))
+                              gold_view, ledger_last)
 
     def ledger(self, ledger: pa.Table, batch: Batch) -> None:
         with self.phases.timed("ledger"):
