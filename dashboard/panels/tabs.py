@@ -1,8 +1,10 @@
 """The tabs under the chart: a tab bar, and which tab's panel shows.
 
 Every panel stays in the page (the hidden ones with display: none): their callbacks, stores and
-intervals keep running, and a tab shows its panel as last drawn. (dcc.Tabs renders only the
-chosen tab's children, which would stop the time machine's Play interval in another tab.)"""
+intervals keep running. (dcc.Tabs renders only the chosen tab's children, which would stop the
+time machine's Play interval in another tab.) A panel a push draws (Drawing.tab) is set while its
+tab is shown, and from the newest push when it is opened (assets/push.js); so Play, left running
+in another tab, ends at the slider's end as it was when its tab was left."""
 
 from __future__ import annotations
 
