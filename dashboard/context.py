@@ -19,7 +19,14 @@ from dashboard.data import (
     late_data,
     trading_days,
 )
-from dashboard.readers import DayReader, HistoryReader, LatenessReader, QuarantineReader, SilverFilterValues
+from dashboard.readers import (
+    HISTORY_DAYS_KEPT,
+    DayReader,
+    HistoryReader,
+    LatenessReader,
+    QuarantineReader,
+    SilverFilterValues,
+)
 from streaming.lake.store import Lake
 from streaming.lake.tables import CORRECTIONS, GOLD, GOLD_VIEW, LATE_TRADES
 from streaming.medallion.lateness import LatenessTally
@@ -92,7 +99,7 @@ class PageContext:
     def __post_init__(self):
         self._days_of = {"gold": None, "days": []}
         self._late_of = {"corrections": None, "late_trades": None, "day": None, "late": None}
-        self._history_of = {"history": None, "day": None, "first": {}, "span": None}
+        self._history_of = {}  # day -> its day_history
         self._lateness_of = {"day": None, "lateness": None, "answer": None}
 
     def steady(self) -> bool:
@@ -151,14 +158,24 @@ class PageContext:
     def day_history(self, day: str | None) -> dict:
         """The day's history in change order ("history"), its corrected windows as first reported
         ("first", first_values) and its span ("span", history_span): worked out again only when
-        the reader hands back another table."""
-        kept, ordered = self._history_of, self.readers.history.read(day)
-        if not (kept["history"] is ordered and kept["day"] == day):
-            # A new dict rather than an update: another request may be reading the one kept.
-            kept = {"history": ordered, "day": day, "first": first_values(ordered), "span": history_span(ordered)}
-            self._history_of = kept
+        the reader hands back another table, and then only for the windows that changed (a
+        day's history grows all day). The last few days asked are kept."""
+        ordered, windows = self.readers.history.read_windows(day)
+        days = self._history_of
+        kept = days.get(day)
+        if kept is not None and kept["history"] is ordered:
+            return kept
+        had = kept["windows"] if kept is not None else {}
+        each = {start: had[start] if start in had and had[start][0] is rows else
+                (rows, first_values(rows), history_span(rows)) for start, rows in windows.items()}
+        spans = [span for _, _, span in each.values() if span is not None]
+        kept = {"history": ordered, "day": day, "windows": each,
+                "first": {start: row for _, first, _ in each.values() for start, row in first.items()},
+                "span": [min(s[0] for s in spans), max(s[1] for s in spans)] if spans else None}
+        # A new dict rather than an update: another request may be reading the one kept.
+        others = [(d, k) for d, k in days.items() if d != day][1 - HISTORY_DAYS_KEPT:]
+        self._history_of = {**dict(others), day: kept}
         return kept
-
 
 def pick_day(day: str | None, days: list[str]) -> str | None:
     """The day the page shows for the picker's choice: that day if gold has it, else the newest."""

@@ -108,6 +108,17 @@ def in_change_order(history: pa.Table) -> pa.Table:
                             ("batch_id", "ascending")])
 
 
+def by_window(rows: pa.Table) -> dict[int, pa.Table]:
+    """History rows split by window: its start (epoch microseconds) -> its rows."""
+    if rows.num_rows == 0:
+        return {}
+    starts = pc.cast(rows["window_start"], pa.int64()).to_numpy()
+    order = np.argsort(starts, kind="stable")
+    rows, starts = rows.take(pa.array(order)), starts[order]
+    cuts = [0, *np.flatnonzero(starts[1:] != starts[:-1]) + 1, len(starts)]
+    return {int(starts[low]): rows.slice(low, high - low) for low, high in zip(cuts, cuts[1:])}
+
+
 def made_by(ordered: pa.Table, instant: datetime | pd.Timestamp | None) -> pa.Table:
     """The changes made at or before `instant` (all of them: None), in the order given."""
     if instant is None or ordered.num_rows == 0:
