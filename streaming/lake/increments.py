@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from streaming.lake.files import STATS_SLACK, LiveFile, files_root, live_files, read_live_file
+from streaming.lake.log_tail import commit_mark, tail
 from streaming.lake.sql import in_time_range
 from streaming.lake.store import Lake
 from streaming.lake.tables import Table
@@ -86,17 +87,43 @@ class FileIncrements(Generic[T]):
         self.parts: dict[str, T] = {}  # data file path -> what `derive` made of its rows
         self.version: int | None = None
         self.table_id: str | None = None
-        self.files_read = self.whole_reads = 0  # counters, for the tests and the benchmark
+        self.files_read = self.whole_reads = self.log_follows = 0  # counters, for the tests and the benchmark
         self._root: tuple | None = None  # files.files_root, made once
+        self._location = lake.location(table)
+        self._partition_types = {name: table.stored_schema.field(name).type for name in table.partition_by}
+        self._mark: tuple[int, int] | None = None  # log_tail.commit_mark of the version held
 
     def refresh(self) -> bool:
         """Follow the table to its latest version; True when `parts` changed."""
         try:
-            return self._refresh()
+            followed = self._follow_log()
+            return followed if followed is not None else self._refresh()
         except FileNotFoundError:
             # A file of the version just listed is gone: a newer version dropped it and a
             # vacuum removed it since. The newest version lists only files that are there.
+            self._mark = None
             return self._refresh()
+
+    def _follow_log(self) -> bool | None:
+        """The commits since the version held, read from the log's JSON (log_tail.py); None when
+        delta-rs must bring the table up to date instead."""
+        if self.version is None or WHOLE_READ in self.parts:
+            return None
+        found = tail(self._location, self.version, self._mark, self.span.column if self.span is not None else None,
+                     self._partition_types)
+        if found is None:
+            return None
+        if found.version == self.version:
+            return False
+        parts = {path: part for path, part in self.parts.items() if path not in found.removed}
+        changed = len(parts) != len(self.parts)
+        for file in found.added:
+            if self.span is None or self.span.overlaps(file.low, file.high):
+                parts[file.path] = self.derive(self._read_file(file))
+                changed = True
+        self.parts, self.version, self._mark = parts, found.version, commit_mark(self._location, found.version)
+        self.log_follows += 1
+        return changed
 
     def _refresh(self) -> bool:
         opened = self.lake.open(self.table)
@@ -114,7 +141,7 @@ class FileIncrements(Generic[T]):
         files = live_files(opened, self.span.column if self.span is not None else None)
         if files is None:
             self.parts = {WHOLE_READ: self.derive(self._read_whole(version))}
-            self.version, self.table_id = version, table_id
+            self.version, self.table_id, self._mark = version, table_id, None
             return True
         wanted = [f for f in files if self.span is None or self.span.overlaps(f.low, f.high)]
         parts = {f.path: self.parts[f.path] for f in wanted if f.path in self.parts}
@@ -124,10 +151,11 @@ class FileIncrements(Generic[T]):
                 parts[file.path] = self.derive(self._read_file(file))
                 changed = True
         self.parts, self.version, self.table_id = parts, version, table_id
+        self._mark = commit_mark(self._location, version)
         return changed
 
     def _forget(self) -> None:
-        self.parts, self.version, self.table_id = {}, None, None
+        self.parts, self.version, self.table_id, self._mark = {}, None, None, None
 
     def _read_whole(self, version: int) -> pa.Table:
         self.whole_reads += 1

@@ -261,6 +261,7 @@ def test_incremental_and_whole_reads_agree_over_random_writes(tmp_path):
             assert_same_day(corrections, lake, CORRECTIONS, CORRECTION_COLUMNS, day)
             assert_same_day(late, lake, LATE_TRADES, LATE_TRADE_COLUMNS, day)
         pd.testing.assert_frame_equal(canonical(gold.read()), canonical(lake.read(GOLD, GOLD_COLUMNS).to_pandas()))
+    assert corrections.increments(day_of(3)).log_follows > 0  # most versions followed from the log's JSON
 
 
 def test_a_file_is_read_for_a_day_when_its_statistics_overlap_it_or_do_not_say():
