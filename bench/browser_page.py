@@ -18,6 +18,7 @@ from __future__ import annotations
 import shutil
 import time
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from dashboard import ids
 
@@ -85,6 +86,18 @@ class BrowserRun:
         return self.heap[-1][1] - self.heap[0][1] if len(self.heap) >= 2 else float("nan")
 
 
+def open_live(browser, url: str, init_script: str, watch: Callable[[Any], None] | None = None):
+    """A new page (VIEWPORT) running `init_script`, at `url`, once its live connection says Live;
+    `watch(page)` first, to see what happens while it loads."""
+    page = browser.new_page(viewport=VIEWPORT)
+    if watch is not None:
+        watch(page)
+    page.add_init_script(init_script)
+    page.goto(url)
+    page.wait_for_function(f"document.getElementById('{ids.PUSH_STATE}')?.textContent === 'Live'", timeout=120_000)
+    return page
+
+
 def watch_page(url: str, seconds: float, sample_s: float, say) -> BrowserRun:
     """Open `url`, wait for its live connection, and keep it open `seconds`, sampling the heap
     every `sample_s` (the first sample once Live: the page loaded and drawn)."""
@@ -95,13 +108,12 @@ def watch_page(url: str, seconds: float, sample_s: float, say) -> BrowserRun:
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport=VIEWPORT)
-            page.on("pageerror", lambda error: found.errors.append(str(error)))
-            page.on("console", lambda message: message.type == "error" and found.errors.append(message.text))
-            page.add_init_script(OBSERVER)
-            page.goto(url)
-            page.wait_for_function(f"document.getElementById('{ids.PUSH_STATE}')?.textContent === 'Live'",
-                                   timeout=120_000)
+
+            def watch(page) -> None:
+                page.on("pageerror", lambda error: found.errors.append(str(error)))
+                page.on("console", lambda message: message.type == "error" and found.errors.append(message.text))
+
+            page = open_live(browser, url, OBSERVER, watch)
             found.live_at = time.monotonic()
             devtools = page.context.new_cdp_session(page)
 

@@ -11,7 +11,6 @@ values and the span. Prints p50 and p95 per size; the lake stays on this machine
 
 from __future__ import annotations
 
-import json
 import random
 import shutil
 import sys
@@ -24,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from bench.command_line import require_positive, run_tool, tool_parser
-from bench.results import percentile
+from bench.results import percentile, print_taken
 from dashboard.context import PageContext, PageReaders
 from streaming.lake.store import Batch, Lake
 from streaming.lake.tables import DAY_FILE_BYTES, SUMMARY_HISTORY
@@ -137,8 +136,7 @@ def main(argv: list[str] | None = None) -> int:
                 taken[rows] = time_pushes(lake, seed_day(lake, rows, min(args.files, rows)), args.steps)
             finally:
                 shutil.rmtree(work, ignore_errors=True)
-        print("\n".join(report(taken)), flush=True)
-        print(f"history-day: {json.dumps({rows: [round(ms, 1) for ms in values] for rows, values in taken.items()})}")
+        print_taken("history-day", report(taken), taken)
         return 0
 
     return run_tool("history day", measure)

@@ -18,10 +18,9 @@ import tempfile
 from pathlib import Path
 
 from bench.app_run import AppRun, LakeRun
-from bench.browser_page import CHROMIUM, CHROMIUM_ARGS, DRAIN, OBSERVER, VIEWPORT
+from bench.browser_page import CHROMIUM, CHROMIUM_ARGS, DRAIN, OBSERVER, open_live
 from bench.command_line import WARM_SECONDS, require_positive, run_tool, tool_parser
 from bench.results import percentile
-from dashboard import ids
 
 COMMAND = "python -m bench.page_profile"
 SAMPLING_US = 500
@@ -69,11 +68,7 @@ def profile_page(url: str, seconds: float) -> tuple[dict, dict, list, list]:
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport=VIEWPORT)
-            page.add_init_script(OBSERVER)
-            page.goto(url)
-            page.wait_for_function(f"document.getElementById('{ids.PUSH_STATE}')?.textContent === 'Live'",
-                                   timeout=120_000)
+            page = open_live(browser, url, OBSERVER)
             page.wait_for_timeout(5_000)  # its first pushes drawn
             page.evaluate(DRAIN)
             page.evaluate(COUNT_ACTIONS)

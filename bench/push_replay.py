@@ -11,16 +11,15 @@ panel and the slider with the status, every 2 s).
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
 from bench.app_run import AppRun, LakeRun
-from bench.browser_page import CHROMIUM, CHROMIUM_ARGS, VIEWPORT
+from bench.browser_page import CHROMIUM, CHROMIUM_ARGS, open_live
 from bench.command_line import WARM_SECONDS, require_positive, run_tool, tool_parser
-from bench.results import percentile
+from bench.results import percentile, print_taken
 from dashboard import ids
 from dashboard.panels import DRAWN_FROM_SNAPSHOT
 
@@ -90,11 +89,7 @@ def replay(url: str, pushes: int) -> dict[str, list[float]]:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
             for names in VARIANTS:
-                page = browser.new_page(viewport=VIEWPORT)
-                page.add_init_script(KEEP_PUSHES)
-                page.goto(url)
-                page.wait_for_function(f"document.getElementById('{ids.PUSH_STATE}')?.textContent === 'Live'",
-                                       timeout=120_000)
+                page = open_live(browser, url, KEEP_PUSHES)
                 page.wait_for_timeout(3_000)  # its first pushes drawn
                 taken[",".join(names) or "none"] = page.evaluate(REPLAY, [pushes, list(names)])
                 page.close()
@@ -118,8 +113,7 @@ def main(argv: list[str] | None = None) -> int:
                 taken = replay(f"http://127.0.0.1:{app.web_port}/", args.pushes)
         finally:
             shutil.rmtree(work, ignore_errors=True)
-        print("\n".join(report(taken)), flush=True)
-        print(f"push-replay: {json.dumps({name: [round(ms, 1) for ms in values] for name, values in taken.items()})}")
+        print_taken("push-replay", report(taken), taken)
         return 0
 
     return run_tool("push replay", measure)

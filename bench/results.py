@@ -3,6 +3,7 @@ targets they are reported against (from the issue; never asserted in tests)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 # A freshness phase of two or more of these also reports the p95 of each.
@@ -87,3 +88,9 @@ class Results:
             return None
         p95s = ", ".join(f"{v:.2f}" for v in self.p95_by_period(LONG_RUN_PERIOD_S))
         return f"p95 by {LONG_RUN_PERIOD_S // 60} minutes: {p95s} s"
+
+
+def print_taken(tool: str, lines: list[str], taken: dict) -> None:
+    """A tool's report lines, then every figure it took as one JSON line (to look at again later)."""
+    print("\n".join(lines), flush=True)
+    print(f"{tool}: {json.dumps({key: [round(value, 1) for value in values] for key, values in taken.items()})}")
