@@ -177,6 +177,7 @@ class PageContext:
         self._history_of = {**dict(others), day: kept}
         return kept
 
+
 def pick_day(day: str | None, days: list[str]) -> str | None:
     """The day the page shows for the picker's choice: that day if gold has it, else the newest."""
     return day if day in days else next(iter(days), None)
