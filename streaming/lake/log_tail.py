@@ -26,7 +26,7 @@ from streaming.lake.files import LiveFile
 from streaming.lake.locations import is_remote, local_path
 
 # Actions that neither add nor remove data files nor change how they are read.
-PASSED_OVER = frozenset({"commitInfo", "txn", "cdc", "domainMetadata", "checkpointMetadata", "sidecar"})
+PASSED_OVER = frozenset({"commitInfo", "cdc", "domainMetadata", "checkpointMetadata", "sidecar"})
 
 
 def commit_file(location: str, version: int) -> Path:
@@ -48,11 +48,13 @@ def commit_mark(location: str, version: int) -> tuple[int, int] | None:
 @dataclass(frozen=True)
 class Tail:
     """The commits after a version: the files they added (of those, the ones still live at its
-    end) and the paths they removed, and the version they end at."""
+    end) and the paths they removed, the batches they recorded (app id -> the newest), and the
+    version they end at."""
 
     version: int
     added: list[LiveFile]
     removed: set[str]
+    txns: dict[str, int]
 
 
 def tail(location: str, version: int, mark: tuple[int, int] | None, column: str | None,
@@ -64,6 +66,7 @@ def tail(location: str, version: int, mark: tuple[int, int] | None, column: str 
         return None
     added: dict[str, LiveFile] = {}
     removed: set[str] = set()
+    txns: dict[str, int] = {}
     newest = version
     while True:
         try:
@@ -85,12 +88,14 @@ def tail(location: str, version: int, mark: tuple[int, int] | None, column: str 
                 elif kind == "remove":
                     if added.pop(body["path"], None) is None:
                         removed.add(body["path"])
+                elif kind == "txn":
+                    txns[body["appId"]] = max(int(body["version"]), txns.get(body["appId"], -1))
                 elif kind not in PASSED_OVER:
                     return None  # metaData, protocol, or an action this does not know
         except (ValueError, KeyError, TypeError, AttributeError):
             return None
         newest += 1
-    return Tail(newest, list(added.values()), removed)
+    return Tail(newest, list(added.values()), removed, txns)
 
 
 def _live_file(add: dict, column: str | None, partition_types: dict[str, pa.DataType]) -> LiveFile | None:

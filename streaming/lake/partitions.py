@@ -77,15 +77,19 @@ def must_wait_for_roll(table: Table, rows: pa.Table, may_remove_files: bool, tod
     return may_remove_files or pc.min(rows[DAY]).as_py() < first_open_day(None, today)
 
 
-def compact_now_and_then(table: Table, location: str, open_table: Opener) -> None:
+def compact_now_and_then(table: Table, location: str, open_table: Opener, version: int | None = None) -> None:
     """Every `table.compact_every` versions, rewrite the table's small files (partition by
     partition, if it has days) into files of `table.compact_to`. Every VACUUM_EVERY compactions, delete
     the files no version in the log uses that are older than the table's history (what
     compactions replaced, and what a crashed attempt wrote but never committed), and start a
-    roll of the closed days. Called by the writer, under the table's lock."""
-    every, opened = table.compact_every, open_table()
+    roll of the closed days. Called by the writer, under the table's lock, with the version it
+    just wrote if it knows it (else the table is opened to see)."""
+    every = table.compact_every
+    if not every or (version is not None and version % every):
+        return
+    opened = open_table()
     version = opened.version() if opened is not None else None
-    if not every or opened is None or version is None or version % every:
+    if opened is None or version is None or version % every:
         return
     with rewriting(location, wait=False) if table.day_of else contextlib.nullcontext(True) as free:
         if not free:

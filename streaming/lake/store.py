@@ -22,7 +22,6 @@ import functools
 import logging
 import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
@@ -31,11 +30,10 @@ from typing import Callable, Iterator, Mapping, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, QueryBuilder, Transaction, write_deltalake
-from deltalake.exceptions import TableNotFoundError
 from deltalake.schema import Field as DeltaField
 from deltalake.transaction import AddAction
 
-from streaming.lake import merges, midway, partitions, tables
+from streaming.lake import log_commit, merges, midway, open_tables, partitions, tables
 from streaming.lake.files import DataFile, write_file
 from streaming.lake.locations import is_remote, local_path
 from streaming.lake.sql import in_time_range, plain_strings, quote
@@ -58,22 +56,8 @@ class Batch:
         return f"{table.name}@{self.writer}"
 
 
-class _OpenTables(threading.local):
-    """Each thread's open tables, newest use last (a DeltaTable is not meant to be shared between
-    threads): bringing an open one up to date reads only the commits since, not the log."""
-
-    limit = 32
-
-    def __init__(self):
-        self.tables: OrderedDict[str, DeltaTable] = OrderedDict()
-        self.pinned: dict[str, DeltaTable] = {}  # read at a given version, moved forward as asked
-
-
-_open_tables = _OpenTables()
-# Each table's copy open for its writers, used only under the table's lock: a micro-batch's
-# commits run on any of the writer threads, and a copy of each thread's own would be as many
-# versions behind, each replayed at the next commit.
-_writers_tables: OrderedDict[str, DeltaTable] = OrderedDict()
+# Each local table's writer of its log's JSON, used likewise only under the table's lock.
+_log_writers: dict[str, log_commit.LogWriter] = {}
 
 
 class _HeldLocks(threading.local):
@@ -131,29 +115,10 @@ class Lake:
 
     # -- opening --------------------------------------------------------------------------------
     def open(self, table: Table) -> DeltaTable | None:
-        """The table at its latest version, or None if it does not exist yet. Whoever holds the
-        table's lock opens its one writers' copy, which the other writers' commits keep close
-        to the latest; anyone else, their thread's own."""
+        """The table at its latest version, or None if it does not exist yet: the writers' one
+        copy for whoever holds the table's lock, else this thread's own (open_tables.py)."""
         location = self.location(table)
-        held = location in _held.locations
-        kept = _writers_tables if held else _open_tables.tables
-        opened = kept.pop(location, None)
-        if opened is not None and not self._no_newer_commit(location, opened):
-            try:
-                opened.update_incremental()
-            except Exception:  # noqa: BLE001 - an unreadable log: open it afresh (and say why if that fails too)
-                opened = None
-        if opened is not None and not self._still_there(location, opened):
-            opened = None
-        if opened is None:
-            try:
-                opened = DeltaTable(location, storage_options=self.storage_options)
-            except TableNotFoundError:
-                return None
-        kept[location] = opened
-        while len(kept) > _open_tables.limit:
-            kept.popitem(last=False)
-        return opened
+        return open_tables.latest(location, self.storage_options, for_writers=location in _held.locations)
 
     def ensure(self, table: Table) -> None:
         """Create the table empty, so that readers find it from the start; bring a table made by
@@ -188,31 +153,7 @@ class Lake:
     def open_version(self, table: Table, version: int) -> DeltaTable | None:
         """The table as it stood at `version` (Delta keeps every version until a VACUUM removes
         the files it needs), or None if there is no such version."""
-        location = self.location(table)
-        pinned = _open_tables.pinned.pop(location, None)
-        try:
-            if pinned is not None and pinned.version() <= version and self._still_there(location, pinned):
-                pinned.load_as_version(version)  # reads only the commits in between
-            else:
-                pinned = DeltaTable(location, version=version, storage_options=self.storage_options)
-        except Exception:  # noqa: BLE001 - no table, or a version out of range or vacuumed away
-            return None
-        _open_tables.pinned[location] = pinned
-        return pinned
-
-    @staticmethod
-    def _no_newer_commit(location: str, opened: DeltaTable) -> bool:
-        """True when a local table has no commit after the open version: each Delta commit is
-        the next numbered file in _delta_log, so one stat says so, where bringing the table up
-        to date lists and reads the log (milliseconds, per table, per refresh and per batch)."""
-        return not is_remote(location) and not (local_path(location) / "_delta_log"
-                                                / f"{opened.version() + 1:020d}.json").exists()
-
-    @staticmethod
-    def _still_there(location: str, opened: DeltaTable) -> bool:
-        """False if the table was removed (and perhaps made anew) since it was opened."""
-        return is_remote(location) or (local_path(location) / "_delta_log"
-                                       / f"{opened.version():020d}.json").exists()
+        return open_tables.at_version(self.location(table), self.storage_options, version)
 
     def history(self, table: Table, limit: int | None = None) -> list[dict]:
         """The table's commits, newest first: version, timestamp (ms), operation, ..."""
@@ -308,6 +249,9 @@ class Lake:
 
     def published(self, table: Table, batch: Batch) -> bool:
         """Whether this batch of this writer is already in the table."""
+        writer = self._log_writer(table)
+        if writer is not None:
+            return writer.recorded(batch.app_id(table)) >= batch.id
         opened = self.open(table)
         done = opened.transaction_version(batch.app_id(table)) if opened is not None else None
         return done is not None and done >= batch.id
@@ -329,8 +273,11 @@ class Lake:
             if self.published(table, batch):
                 log.info("skipping %s batch %d of %s: already committed", table.name, batch.id, batch.writer)
                 return False
+            own_batch = write is Write.APPEND_ONCE_PER_BATCH and self._own_batch(rows, batch)
+            if own_batch and self._log_writer(table) is not None:
+                return self._add_files(table, self.write_files(table, rows), batch)
             opened = self.open(table)
-            if opened is None or (write is Write.APPEND_ONCE_PER_BATCH and self._own_batch(rows, batch)):
+            if opened is None or own_batch:
                 self._append(table, opened, rows, commit)
             else:
                 may_remove = write in (Write.UPSERT, Write.ADD) or (table.replace_when is not None and not narrow)
@@ -359,21 +306,54 @@ class Lake:
         vouches that their keys are new to the table."""
         if not files:
             return False
-        commit = CommitProperties(app_transactions=[Transaction(app_id=batch.app_id(table), version=int(batch.id))])
-        added_at = int(time.time() * 1000)
         with self.writing(table):
             if self.published(table, batch):
                 log.info("skipping %s batch %d of %s: already committed", table.name, batch.id, batch.writer)
                 return False
+            return self._add_files(table, files, batch)
+
+    def _add_files(self, table: Table, files: Sequence[DataFile], batch: Batch) -> bool:
+        """commit_files' commit, under the table's lock: written into the log (log_commit.py), or
+        by delta-rs when the log is not this process's to write."""
+        writer = self._log_writer(table)
+        appended = writer.append(files, batch.app_id(table), batch.id) if writer is not None else None
+        if appended is False:
+            return False  # another writer recorded the batch first
+        if appended is None:
+            _log_writers.pop(self.location(table), None)
             self.ensure(table)
             opened = self.open(table)
             assert opened is not None  # ensure() created it if it was not there
+            commit = CommitProperties(app_transactions=[Transaction(app_id=batch.app_id(table), version=int(batch.id))])
+            added_at = int(time.time() * 1000)
             opened.create_write_transaction(
                 [AddAction(f.path, f.size, f.partition_values, added_at, True, f.stats) for f in files],
                 mode="append", schema=table.stored_schema, commit_properties=commit)
-            if table.compact_every:
-                self._compact_now_and_then(table)
+        elif writer is not None and writer.checkpoint_due():
+            checkpointed = self.open(table)
+            assert checkpointed is not None  # just written
+            checkpointed.create_checkpoint()
+            checkpointed.cleanup_metadata()
+        if table.compact_every:
+            self._compact_now_and_then(table)
         return True
+
+    def _log_writer(self, table: Table) -> log_commit.LogWriter | None:
+        """The table's writer of its log's JSON for whoever holds its lock; None for anyone
+        else, and when delta-rs must write the table (log_commit.py)."""
+        location = self.location(table)
+        if location not in _held.locations:
+            return None
+        writer = _log_writers.get(location)
+        if writer is not None and writer.caught_up():
+            return writer
+        opened = self.open(table)
+        writer = log_commit.LogWriter.of(table, location, opened) if opened is not None else None
+        if writer is None:
+            _log_writers.pop(location, None)
+        else:
+            _log_writers[location] = writer
+        return writer
 
     @staticmethod
     def _own_batch(rows: pa.Table, batch: Batch) -> bool:
@@ -390,7 +370,9 @@ class Lake:
                         storage_options=None if opened is not None else self.storage_options)
 
     def _compact_now_and_then(self, table: Table) -> None:
-        partitions.compact_now_and_then(table, self.location(table), lambda: self.open(table))
+        writer = self._log_writer(table)
+        partitions.compact_now_and_then(table, self.location(table), lambda: self.open(table),
+                                        writer.version if writer is not None else None)
 
     def roll_closed_days(self, table: Table, today: date | None = None) -> list[date]:
         """Rewrite the closed days' files into large ones now (partitions.py); the days rolled."""

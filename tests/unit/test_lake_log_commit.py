@@ -1,0 +1,151 @@
+"""A local table's appends written as its log's next JSON commit (log_commit.py) are the table
+delta-rs reads, record their batches as delta-rs's commits do, checkpoint when delta-rs would,
+and give way to delta-rs for whatever they do not write."""
+
+import json
+from datetime import datetime, timedelta, timezone
+
+import pyarrow as pa
+from deltalake import DeltaTable, write_deltalake
+
+from streaming.lake.log_commit import ENGINE, LogWriter, writable
+from streaming.lake.log_tail import commit_file
+from streaming.lake.store import Batch, Lake
+from streaming.lake.tables import BATCH_WATERMARKS, SUMMARY_HISTORY, Table
+
+START = datetime(2026, 3, 2, 9, tzinfo=timezone.utc)
+
+
+def ledger_rows(writer: str, batch_id: int) -> pa.Table:
+    at = START + timedelta(seconds=batch_id)
+    return pa.Table.from_pylist([{"query_id": writer, "batch_id": batch_id, "topic": "trades", "partition": 0,
+                                  "start_offset": batch_id, "end_offset": batch_id + 1, "watermark": at,
+                                  "records_lost": 0, "front": at, "closed_to": None}],
+                                schema=BATCH_WATERMARKS.schema)
+
+
+def engine_of(lake: Lake, table: Table, version: int) -> str | None:
+    """Who wrote the version's commit, as its commitInfo says."""
+    for line in commit_file(lake.location(table), version).read_text().splitlines():
+        action = json.loads(line)
+        if "commitInfo" in action:
+            return action["commitInfo"].get("engineInfo")
+    return None
+
+
+def latest(lake: Lake, table: Table) -> DeltaTable:
+    return DeltaTable(lake.location(table))
+
+
+def test_appends_written_to_the_log_are_the_rows_and_batches_delta_rs_reads(tmp_path):
+    lake = Lake(tmp_path)
+    lake.ensure(BATCH_WATERMARKS)
+    for batch_id in range(5):
+        assert lake.publish(BATCH_WATERMARKS, ledger_rows("q", batch_id), Batch("q", batch_id))
+    opened = latest(lake, BATCH_WATERMARKS)
+    assert opened.version() == 5
+    assert [engine_of(lake, BATCH_WATERMARKS, v) for v in range(1, 6)] == [ENGINE] * 5
+    assert sorted(opened.to_pyarrow_table()["batch_id"].to_pylist()) == [0, 1, 2, 3, 4]
+    assert opened.transaction_version(Batch("q", 0).app_id(BATCH_WATERMARKS)) == 4
+    assert not lake.publish(BATCH_WATERMARKS, ledger_rows("q", 3), Batch("q", 3))  # recorded: skipped
+    assert latest(lake, BATCH_WATERMARKS).version() == 5
+
+
+def history_rows(batch_id: int, starts: list[datetime]) -> pa.Table:
+    return pa.Table.from_pylist([{"window_start": start, "window_end": start + timedelta(minutes=15),
+                                  "buy_amount": 1.0, "sell_amount": 0.0, "settlement_amount": 1.0, "trade_count": 1,
+                                  "changed_at": START, "cause": "trades", "batch_id": batch_id, "query_id": "q"}
+                                 for start in starts], schema=SUMMARY_HISTORY.schema)
+
+
+def test_a_partitioned_tables_rows_land_in_their_days_files(tmp_path):
+    lake = Lake(tmp_path)
+    lake.ensure(SUMMARY_HISTORY)
+    days = [START - timedelta(days=1), START]
+    assert lake.publish(SUMMARY_HISTORY, history_rows(0, days), Batch("q", 0))
+    assert engine_of(lake, SUMMARY_HISTORY, 1) == ENGINE
+    opened = latest(lake, SUMMARY_HISTORY)
+    assert sorted(opened.to_pyarrow_table()["window_start"].to_pylist()) == days
+    assert sorted(uri.rsplit("/", 2)[-2] for uri in opened.file_uris()) == ["day=2026-03-01", "day=2026-03-02"]
+    one_day = opened.to_pyarrow_table(partitions=[("day", "=", "2026-03-02")])
+    assert one_day["window_start"].to_pylist() == [START]
+
+
+def test_a_checkpoint_is_made_at_the_versions_delta_rs_would_make_one(tmp_path):
+    lake = Lake(tmp_path)
+    lake.ensure(BATCH_WATERMARKS)
+    for batch_id in range(12):
+        lake.publish(BATCH_WATERMARKS, ledger_rows("q", batch_id), Batch("q", batch_id))
+    last = json.loads((tmp_path / BATCH_WATERMARKS.name / "_delta_log" / "_last_checkpoint").read_text())
+    assert last["version"] == 10
+    # Read from the checkpoint on: what it holds and the commits after it are the table.
+    opened = latest(lake, BATCH_WATERMARKS)
+    assert opened.to_pyarrow_table().num_rows == 12
+    assert opened.transaction_version(Batch("q", 0).app_id(BATCH_WATERMARKS)) == 11
+
+
+def test_another_writers_commits_are_read_before_the_next_append(tmp_path):
+    lake = Lake(tmp_path)
+    lake.ensure(BATCH_WATERMARKS)
+    lake.publish(BATCH_WATERMARKS, ledger_rows("q", 0), Batch("q", 0))
+    location = lake.location(BATCH_WATERMARKS)
+    # Another process records batch 1 of "q", and a batch of its own, through delta-rs.
+    from deltalake import CommitProperties, Transaction
+    for writer, batch_id in (("q", 1), ("other", 7)):
+        write_deltalake(location, ledger_rows(writer, batch_id), mode="append", commit_properties=CommitProperties(
+            app_transactions=[Transaction(app_id=Batch(writer, batch_id).app_id(BATCH_WATERMARKS), version=batch_id)]))
+    assert not lake.publish(BATCH_WATERMARKS, ledger_rows("q", 1), Batch("q", 1))
+    assert lake.publish(BATCH_WATERMARKS, ledger_rows("q", 2), Batch("q", 2))
+    opened = latest(lake, BATCH_WATERMARKS)
+    assert opened.version() == 4 and engine_of(lake, BATCH_WATERMARKS, 4) == ENGINE
+    assert sorted(opened.to_pyarrow_table()["batch_id"].to_pylist()) == [0, 1, 2, 7]
+
+
+def test_a_writer_that_loses_the_race_for_a_version_takes_the_next_unless_its_batch_is_in(tmp_path):
+    lake = Lake(tmp_path)
+    lake.ensure(BATCH_WATERMARKS)
+    location = lake.location(BATCH_WATERMARKS)
+    first = LogWriter(BATCH_WATERMARKS, location, latest(lake, BATCH_WATERMARKS))
+    second = LogWriter(BATCH_WATERMARKS, location, latest(lake, BATCH_WATERMARKS))
+    looks = []
+
+    def stale_once() -> bool:  # the second looks before the first commits, links after
+        looks.append(1)
+        return True if len(looks) == 1 else LogWriter.caught_up(second)
+
+    second.caught_up = stale_once  # type: ignore[method-assign]
+    app_id = Batch("q", 0).app_id(BATCH_WATERMARKS)
+    assert first.append(lake.write_files(BATCH_WATERMARKS, ledger_rows("q", 0)), app_id, 0)
+    assert second.append(lake.write_files(BATCH_WATERMARKS, ledger_rows("q", 1)), app_id, 1)
+    assert (first.version, second.version) == (1, 2)
+    looks.clear()
+    assert first.append(lake.write_files(BATCH_WATERMARKS, ledger_rows("q", 2)), app_id, 2)
+    assert second.append(lake.write_files(BATCH_WATERMARKS, ledger_rows("q", 2)), app_id, 2) is False
+    opened = latest(lake, BATCH_WATERMARKS)
+    assert opened.version() == 3
+    assert sorted(opened.to_pyarrow_table()["batch_id"].to_pylist()) == [0, 1, 2]
+    assert not list((tmp_path / BATCH_WATERMARKS.name / "_delta_log").glob("_commit_*"))  # no leftovers
+
+
+def test_a_metadata_change_by_another_writer_hands_the_table_back_to_delta_rs_then_the_log_again(tmp_path):
+    lake = Lake(tmp_path)
+    lake.ensure(BATCH_WATERMARKS)
+    lake.publish(BATCH_WATERMARKS, ledger_rows("q", 0), Batch("q", 0))
+    latest(lake, BATCH_WATERMARKS).alter.set_table_properties({"delta.checkpointInterval": "5"})
+    lake.publish(BATCH_WATERMARKS, ledger_rows("q", 1), Batch("q", 1))
+    lake.publish(BATCH_WATERMARKS, ledger_rows("q", 2), Batch("q", 2))
+    lake.publish(BATCH_WATERMARKS, ledger_rows("q", 3), Batch("q", 3))
+    assert [engine_of(lake, BATCH_WATERMARKS, v) for v in (3, 4, 5)] == [ENGINE] * 3
+    last = json.loads((tmp_path / BATCH_WATERMARKS.name / "_delta_log" / "_last_checkpoint").read_text())
+    assert last["version"] == 5  # the new interval
+    assert latest(lake, BATCH_WATERMARKS).to_pyarrow_table().num_rows == 4
+
+
+def test_a_table_with_features_the_writer_does_not_know_is_written_by_delta_rs(tmp_path):
+    location = str(tmp_path / "cdf")
+    DeltaTable.create(location, BATCH_WATERMARKS.schema, configuration={"delta.enableChangeDataFeed": "true"})
+    assert not writable(DeltaTable(location))
+    assert LogWriter.of(BATCH_WATERMARKS, location, DeltaTable(location)) is None
+    plain = str(tmp_path / "plain")
+    DeltaTable.create(plain, BATCH_WATERMARKS.schema)
+    assert writable(DeltaTable(plain))
