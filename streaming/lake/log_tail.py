@@ -80,7 +80,7 @@ def tail(location: str, version: int, mark: tuple[int, int] | None, column: str 
             for action in actions:
                 (kind, body), = action.items()
                 if kind == "add":
-                    file = _live_file(body, column, partition_types)
+                    file = live_file(body, column, partition_types)
                     if file is None:
                         return None
                     added[file.path] = file
@@ -98,7 +98,8 @@ def tail(location: str, version: int, mark: tuple[int, int] | None, column: str 
     return Tail(newest, list(added.values()), removed, txns)
 
 
-def _live_file(add: dict, column: str | None, partition_types: dict[str, pa.DataType]) -> LiveFile | None:
+def live_file(add: dict, column: str | None, partition_types: dict[str, pa.DataType]) -> LiveFile | None:
+    """An add action's file with the min/max of `column`; None for one a plain read gets wrong."""
     path = add["path"]
     if add.get("deletionVector") or "://" in path or path.startswith("/"):
         return None  # a deletion vector hides rows; a file outside the table's directory

@@ -18,7 +18,7 @@ import threading
 import time
 from collections import OrderedDict
 from datetime import datetime
-from typing import Mapping
+from typing import Callable, Mapping
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -26,7 +26,8 @@ import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable
 from deltalake.transaction import AddAction, RemoveAction
 
-from streaming.lake.files import STATS_SLACK, LiveFile, files_root, live_files, read_live_file, write_file
+from streaming.lake.files import STATS_SLACK, DataFile, LiveFile, files_root, live_files, read_live_file, write_file
+from streaming.lake.log_commit import plain_table
 from streaming.lake.sql import key_ranges, quote
 from streaming.lake.tables import Table, Write, same_values
 
@@ -112,69 +113,61 @@ def _touched(files: list[LiveFile], low, high) -> list[LiveFile]:
     return [f for f in files if (f.low is None or f.low <= high) and (f.high is None or f.high + STATS_SLACK >= low)]
 
 
-def plain_table(opened: DeltaTable, table: Table) -> bool:
-    """Whether the open table is one whose rows a plain Parquet read and an add-and-remove
-    commit handle as Delta does: no column mapping, change data feed, constraints, generated
-    or identity columns (writer versions above 2, or table features), append-only flag, nor
-    columns the catalog lacks."""
-    protocol, configuration = opened.protocol(), opened.metadata().configuration
-    return (protocol.min_reader_version == 1 and protocol.min_writer_version <= 2
-            and not protocol.reader_features and not protocol.writer_features
-            and configuration.get("delta.columnMapping.mode", "none") == "none"
-            and configuration.get("delta.enableChangeDataFeed", "false") != "true"
-            and configuration.get("delta.appendOnly", "false") != "true"
-            and opened.schema().to_arrow().names == table.stored_schema.names)
-
-
 def can_rewrite(table: Table) -> bool:
     """Whether the table's UPSERT and ADD MERGEs may be done by rewriting its files."""
     return table.merge_by_rewrite and len(table.keys) == 1 and not table.partition_by and not table.replace_when
 
 
-def files_holding(table: Table, location: str, storage_options: Mapping[str, str] | None, opened: DeltaTable,
-                  low, high) -> tuple[list[LiveFile], pa.Table] | None:
-    """The table's files whose statistics may hold a key in [low, high], and all their rows,
-    read as plain Parquet; None when its files cannot be read so."""
-    files = live_files(opened, table.keys[0]) if plain_table(opened, table) else None
-    if files is None:
-        return None
-    touched = _touched(files, low, high) if isinstance(low, datetime) else files
+def live_of(opened: DeltaTable, table: Table) -> list[LiveFile] | None:
+    """The open table's live files with the min/max of its key, as delta-rs lists them; None
+    when a plain Parquet read of them would be wrong (plain_table, files.live_files)."""
+    return live_files(opened, table.keys[0]) if plain_table(opened, table) else None
+
+
+def files_holding(table: Table, location: str, storage_options: Mapping[str, str] | None, live: list[LiveFile],
+                  low, high) -> tuple[list[LiveFile], pa.Table]:
+    """Of the table's `live` files, those whose statistics may hold a key in [low, high], and all
+    their rows, read as plain Parquet."""
+    touched = _touched(live, low, high) if isinstance(low, datetime) else live
     schema = table.stored_schema
     rows = pa.concat_tables([_rows_of(location, storage_options, f.path, schema) for f in touched]
                             ) if touched else schema.empty_table()
     return touched, rows
 
 
-def key_range(table: Table, location: str, storage_options: Mapping[str, str] | None, opened: DeltaTable,
-              low: datetime, high: datetime) -> pa.Table | None:
-    """The table's rows whose key lies in [low, high], read as plain Parquet from the files that
-    may hold them; None when its files cannot be read so."""
-    held = files_holding(table, location, storage_options, opened, low, high)
-    if held is None:
-        return None
-    rows, key = held[1], pc.field(table.keys[0])
-    kind = rows.schema.field(table.keys[0]).type
+def key_range(table: Table, location: str, storage_options: Mapping[str, str] | None, live: list[LiveFile],
+              low: datetime, high: datetime) -> pa.Table:
+    """The table's rows whose key lies in [low, high], read as plain Parquet from those of its
+    `live` files that may hold them."""
+    rows = files_holding(table, location, storage_options, live, low, high)[1]
+    key, kind = pc.field(table.keys[0]), rows.schema.field(table.keys[0]).type
     return rows.filter((key >= pa.scalar(low, kind)) & (key <= pa.scalar(high, kind))).select(
         table.columns).cast(table.schema)
 
 
-def rewrite_merge(table: Table, location: str, storage_options: Mapping[str, str] | None, opened: DeltaTable,
-                  rows: pa.Table, commit: CommitProperties, write: Write) -> bool:
-    """`rows` (one per key) merged into the table by rewriting the files they fall in, under
-    the table's lock; False, having done nothing, when its files cannot be read as plain
-    Parquet (then engine_merge does it)."""
+# Commits a rewrite: the file written, and the live files it replaces.
+Replace = Callable[[DataFile, list[LiveFile]], None]
+
+
+def rewrite_merge(table: Table, location: str, storage_options: Mapping[str, str] | None, live: list[LiveFile],
+                  rows: pa.Table, write: Write, replace: Replace) -> None:
+    """`rows` (one per key) merged into the table, whose `live` files are read as plain Parquet,
+    by rewriting the files they fall in into one, which `replace` commits in their place."""
     key = table.keys[0]
-    held = files_holding(table, location, storage_options, opened, pc.min(rows[key]).as_py(),
-                         pc.max(rows[key]).as_py())
-    if held is None:
-        return False
-    touched, target = held
+    touched, target = files_holding(table, location, storage_options, live, pc.min(rows[key]).as_py(),
+                                    pc.max(rows[key]).as_py())
     result = merged(target, rows, table, write)
     written = write_file(location, result, storage_options)
     _remember(location, written.path, result.cast(table.stored_schema))
-    now_ms = int(time.time() * 1000)
-    opened.create_write_transaction(
-        [AddAction(written.path, written.size, {}, now_ms, True, written.stats),
-         *(RemoveAction(f.path, True, now_ms) for f in touched)],
-        mode="append", schema=table.stored_schema, commit_properties=commit)
-    return True
+    replace(written, touched)
+
+
+def replace_by_engine(opened: DeltaTable, table: Table, commit: CommitProperties) -> Replace:
+    """A rewrite's commit through delta-rs."""
+    def replace(written: DataFile, touched: list[LiveFile]) -> None:
+        now_ms = int(time.time() * 1000)
+        opened.create_write_transaction(
+            [AddAction(written.path, written.size, {}, now_ms, True, written.stats),
+             *(RemoveAction(f.path, True, now_ms) for f in touched)],
+            mode="append", schema=table.stored_schema, commit_properties=commit)
+    return replace

@@ -34,7 +34,7 @@ from deltalake.schema import Field as DeltaField
 from deltalake.transaction import AddAction
 
 from streaming.lake import log_commit, merges, midway, open_tables, partitions, tables
-from streaming.lake.files import DataFile, write_file
+from streaming.lake.files import DataFile, LiveFile, write_file
 from streaming.lake.locations import is_remote, local_path
 from streaming.lake.sql import in_time_range, plain_strings, quote
 from streaming.lake.tables import DAY, Table, Write
@@ -56,8 +56,6 @@ class Batch:
         return f"{table.name}@{self.writer}"
 
 
-# Each local table's writer of its log's JSON, used likewise only under the table's lock.
-_log_writers: dict[str, log_commit.LogWriter] = {}
 
 
 class _HeldLocks(threading.local):
@@ -193,10 +191,10 @@ class Lake:
     def key_range(self, table: Table, low: datetime, high: datetime) -> pa.Table:
         """The rows whose key (a time) lies in [low, high]. A table merged by rewrite is read
         from the files that may hold them, as plain Parquet: no SQL plan (merges.py)."""
-        opened = self.open(table) if merges.can_rewrite(table) else None
-        rows = None if opened is None else merges.key_range(table, self.location(table), self.storage_options,
-                                                            opened, low, high)
-        return rows if rows is not None else self.read(table, where=in_time_range(table.keys[0], low, high))
+        live = self._live_files(table) if merges.can_rewrite(table) else None
+        if live is not None:
+            return merges.key_range(table, self.location(table), self.storage_options, live[0], low, high)
+        return self.read(table, where=in_time_range(table.keys[0], low, high))
 
     # -- writing --------------------------------------------------------------------------------
     def _lock(self, table: Table) -> contextlib.AbstractContextManager:
@@ -276,19 +274,50 @@ class Lake:
             own_batch = write is Write.APPEND_ONCE_PER_BATCH and self._own_batch(rows, batch)
             if own_batch and self._log_writer(table) is not None:
                 return self._add_files(table, self.write_files(table, rows), batch)
-            opened = self.open(table)
-            if opened is None or own_batch:
-                self._append(table, opened, rows, commit)
-            else:
-                may_remove = write in (Write.UPSERT, Write.ADD) or (table.replace_when is not None and not narrow)
-                with (partitions.rewriting(self.location(table))
-                      if partitions.must_wait_for_roll(table, rows, may_remove) else contextlib.nullcontext()):
-                    if not (write in (Write.UPSERT, Write.ADD) and merges.can_rewrite(table) and merges.rewrite_merge(
-                            table, self.location(table), self.storage_options, opened, rows, commit, write)):
+            if not (write in (Write.UPSERT, Write.ADD) and merges.can_rewrite(table)
+                    and self._rewrite(table, rows, write, batch, commit)):
+                opened = self.open(table)
+                if opened is None or own_batch:
+                    self._append(table, opened, rows, commit)
+                else:
+                    may_remove = write in (Write.UPSERT, Write.ADD) or (table.replace_when is not None and not narrow)
+                    with (partitions.rewriting(self.location(table))
+                          if partitions.must_wait_for_roll(table, rows, may_remove) else contextlib.nullcontext()):
                         merges.engine_merge(table, opened, rows, commit, write, narrow)
-            if table.compact_every:
-                self._compact_now_and_then(table)
+            self._after_commit(table)
         return True
+
+    def _rewrite(self, table: Table, rows: pa.Table, write: Write, batch: Batch, commit: CommitProperties) -> bool:
+        """A MERGE by rewriting the files its keys fall in (merges.py), committed into the log
+        or through delta-rs; False, having done nothing, when the table's files cannot be read
+        as plain Parquet (or it does not exist yet)."""
+        live = self._live_files(table)
+        if live is None:
+            return False
+        files, writer = live
+        if writer is None:
+            opened = self.open(table)
+            assert opened is not None  # its files were just listed
+            replace = merges.replace_by_engine(opened, table, commit)
+        else:
+            read_at = writer.version
+
+            def replace(written: DataFile, touched: list[LiveFile]) -> None:
+                if writer.commit([written], batch.app_id(table), batch.id, touched, read_at) is None:
+                    raise log_commit.ConcurrentRewrite(f"{table.name}'s metadata changed while it was rewritten")
+        merges.rewrite_merge(table, self.location(table), self.storage_options, files, rows, write, replace)
+        return True
+
+    def _live_files(self, table: Table) -> tuple[list[LiveFile], log_commit.LogWriter | None] | None:
+        """A table merged by rewrite: its live files with its key's min/max, from its log writer
+        for whoever holds its lock, else from delta-rs (with no writer); None when a plain
+        Parquet read of them would be wrong, or the table does not exist."""
+        writer = self._log_writer(table)
+        if writer is not None and writer.files is not None:
+            return list(writer.files.values()), writer
+        opened = self.open(table)
+        live = merges.live_of(opened, table) if opened is not None else None
+        return None if live is None else (live, None)
 
     def write_files(self, table: Table, rows: pa.Table) -> list[DataFile]:
         """Write `rows` (the table's columns) as new Parquet files into the table's location, one
@@ -316,11 +345,11 @@ class Lake:
         """commit_files' commit, under the table's lock: written into the log (log_commit.py), or
         by delta-rs when the log is not this process's to write."""
         writer = self._log_writer(table)
-        appended = writer.append(files, batch.app_id(table), batch.id) if writer is not None else None
+        appended = writer.commit(files, batch.app_id(table), batch.id) if writer is not None else None
         if appended is False:
             return False  # another writer recorded the batch first
         if appended is None:
-            _log_writers.pop(self.location(table), None)
+            log_commit.forget(self.location(table))
             self.ensure(table)
             opened = self.open(table)
             assert opened is not None  # ensure() created it if it was not there
@@ -329,14 +358,13 @@ class Lake:
             opened.create_write_transaction(
                 [AddAction(f.path, f.size, f.partition_values, added_at, True, f.stats) for f in files],
                 mode="append", schema=table.stored_schema, commit_properties=commit)
-        elif writer is not None and writer.checkpoint_due():
-            checkpointed = self.open(table)
-            assert checkpointed is not None  # just written
-            checkpointed.create_checkpoint()
-            checkpointed.cleanup_metadata()
+        self._after_commit(table)
+        return True
+
+    def _after_commit(self, table: Table) -> None:
+        log_commit.checkpoint_if_due(self.location(table), lambda: self.open(table))
         if table.compact_every:
             self._compact_now_and_then(table)
-        return True
 
     def _log_writer(self, table: Table) -> log_commit.LogWriter | None:
         """The table's writer of its log's JSON for whoever holds its lock; None for anyone
@@ -344,16 +372,8 @@ class Lake:
         location = self.location(table)
         if location not in _held.locations:
             return None
-        writer = _log_writers.get(location)
-        if writer is not None and writer.caught_up():
-            return writer
-        opened = self.open(table)
-        writer = log_commit.LogWriter.of(table, location, opened) if opened is not None else None
-        if writer is None:
-            _log_writers.pop(location, None)
-        else:
-            _log_writers[location] = writer
-        return writer
+        return log_commit.writer_for(table, location, lambda: self.open(table),
+                                     table.keys[0] if merges.can_rewrite(table) else None)
 
     @staticmethod
     def _own_batch(rows: pa.Table, batch: Batch) -> bool:

@@ -6,14 +6,17 @@ import json
 from datetime import datetime, timedelta, timezone
 
 import pyarrow as pa
+import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from streaming.lake.log_commit import ENGINE, LogWriter, writable
+from streaming.lake.log_commit import ENGINE, ConcurrentRewrite, LogWriter, writable
 from streaming.lake.log_tail import commit_file
 from streaming.lake.store import Batch, Lake
-from streaming.lake.tables import BATCH_WATERMARKS, SUMMARY_HISTORY, Table
+from streaming.lake.tables import BATCH_WATERMARKS, GOLD, SUMMARY_HISTORY, UTC_TIME, Table, Write
+from streaming.sink.gold_step import gold_rows
 
 START = datetime(2026, 3, 2, 9, tzinfo=timezone.utc)
+WINDOW = timedelta(minutes=15)
 
 
 def ledger_rows(writer: str, batch_id: int) -> pa.Table:
@@ -115,12 +118,12 @@ def test_a_writer_that_loses_the_race_for_a_version_takes_the_next_unless_its_ba
 
     second.caught_up = stale_once  # type: ignore[method-assign]
     app_id = Batch("q", 0).app_id(BATCH_WATERMARKS)
-    assert first.append(lake.write_files(BATCH_WATERMARKS, ledger_rows("q", 0)), app_id, 0)
-    assert second.append(lake.write_files(BATCH_WATERMARKS, ledger_rows("q", 1)), app_id, 1)
+    assert first.commit(lake.write_files(BATCH_WATERMARKS, ledger_rows("q", 0)), app_id, 0)
+    assert second.commit(lake.write_files(BATCH_WATERMARKS, ledger_rows("q", 1)), app_id, 1)
     assert (first.version, second.version) == (1, 2)
     looks.clear()
-    assert first.append(lake.write_files(BATCH_WATERMARKS, ledger_rows("q", 2)), app_id, 2)
-    assert second.append(lake.write_files(BATCH_WATERMARKS, ledger_rows("q", 2)), app_id, 2) is False
+    assert first.commit(lake.write_files(BATCH_WATERMARKS, ledger_rows("q", 2)), app_id, 2)
+    assert second.commit(lake.write_files(BATCH_WATERMARKS, ledger_rows("q", 2)), app_id, 2) is False
     opened = latest(lake, BATCH_WATERMARKS)
     assert opened.version() == 3
     assert sorted(opened.to_pyarrow_table()["batch_id"].to_pylist()) == [0, 1, 2]
@@ -149,3 +152,39 @@ def test_a_table_with_features_the_writer_does_not_know_is_written_by_delta_rs(t
     plain = str(tmp_path / "plain")
     DeltaTable.create(plain, BATCH_WATERMARKS.schema)
     assert writable(DeltaTable(plain))
+
+
+def gold_sums(batch_id: int, windows: dict[int, float]) -> pa.Table:
+    starts = [START + n * WINDOW for n in windows]
+    return gold_rows(pa.table({"window_start": pa.array(starts, UTC_TIME),
+                               "window_end": pa.array([start + WINDOW for start in starts], UTC_TIME),
+                               "buy_amount": list(windows.values()), "sell_amount": [0.0] * len(windows),
+                               "settlement_amount": list(windows.values()), "trade_count": [1] * len(windows)}),
+                     batch_id, START)
+
+
+def test_gold_rewritten_through_the_log_replaces_its_files_and_holds_the_sums(tmp_path):
+    lake = Lake(tmp_path)
+    for batch_id, windows in enumerate([{0: 1.0}, {0: 2.0, 1: 5.0}, {1: 1.0, 2: 3.0}]):
+        lake.publish(GOLD, gold_sums(batch_id, windows), Batch("q", batch_id), write=Write.ADD)
+    opened = latest(lake, GOLD)
+    assert [engine_of(lake, GOLD, v) for v in (1, 2)] == [ENGINE] * 2  # the first made the table
+    assert len(opened.file_uris()) == 1  # each rewrite replaced the file it read
+    rows = opened.to_pyarrow_table().sort_by("window_start")
+    assert rows["buy_amount"].to_pylist() == [3.0, 6.0, 3.0]
+    assert rows["revision"].to_pylist() == [2, 2, 1]
+    assert lake.key_range(GOLD, START, START + 2 * WINDOW)["buy_amount"].to_pylist() == [3.0, 6.0, 3.0]
+
+
+def test_a_rewrite_whose_table_changed_since_it_read_it_fails_and_commits_nothing(tmp_path):
+    lake = Lake(tmp_path)
+    lake.publish(GOLD, gold_sums(0, {0: 1.0}), Batch("q", 0), write=Write.ADD)
+    location = lake.location(GOLD)
+    writer = LogWriter.of(GOLD, location, latest(lake, GOLD), track="window_start")
+    assert writer is not None and writer.files is not None
+    read_at, replaced = writer.version, list(writer.files.values())
+    lake.publish(GOLD, gold_sums(1, {0: 1.0}), Batch("q", 1), write=Write.ADD)  # another writer, meanwhile
+    written = lake.write_files(GOLD, gold_sums(2, {0: 9.0}))
+    with pytest.raises(ConcurrentRewrite):
+        writer.commit(written, Batch("q", 2).app_id(GOLD), 2, replaced, read_at)
+    assert latest(lake, GOLD).to_pyarrow_table()["buy_amount"].to_pylist() == [2.0]
