@@ -12,19 +12,17 @@ the same batch; a rewrite whose table changed since it read it fails (`Concurren
 For a rewrite the writer keeps the table's live files (`track`: with the min/max of its key),
 brought up to date from the log as the page's readers are (log_tail.py).
 
-Checkpoints and the log's cleanup stay delta-rs's, once a version its own commit would make one
-at is written (`delta.checkpointInterval`), but in a thread of their own (`checkpoint_if_due`). What this
-does not write, delta-rs does as before: a remote table, a protocol above reader 1 / writer 2 or
-with table features, a column invariant, and any table once another writer changed its
-metadata or protocol (then the writer is made afresh from delta-rs's view).
+Checkpoints and the log's cleanup stay delta-rs's, at the versions its own commit would make
+them (`delta.checkpointInterval`): the caller asks `checkpoint_due`. What this does not write,
+delta-rs does as before: a remote table, a protocol above reader 1 / writer 2 or with table
+features, a column invariant, and any table once another writer changed its metadata or
+protocol (then the writer is made afresh from delta-rs's view).
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import os
-import threading
 import time
 import uuid
 from typing import Callable, Sequence
@@ -35,8 +33,6 @@ from streaming.lake.files import DataFile, LiveFile, live_files
 from streaming.lake.locations import is_remote, local_path
 from streaming.lake.log_tail import commit_file, commit_mark, live_file, tail
 from streaming.lake.tables import Table
-
-log = logging.getLogger(__name__)
 
 ENGINE = "trade-summary"
 
@@ -200,64 +196,14 @@ def writer_for(table: Table, location: str, open_table: Callable[[], DeltaTable 
     return writer
 
 
-class _Checkpoints:
-    """Checkpoints made in a thread of their own, off the writers' way: a checkpoint only
-    spares a reader that opens the table afresh part of the log's replay, so a batch need not
-    wait for one (tens of ms with the cores busy). One thread for the process; a table asked for
-    again before its turn is checkpointed once."""
-
-    def __init__(self):
-        self._due: dict[str, Callable[[], DeltaTable | None]] = {}
-        self._changed = threading.Condition()
-        self._busy = False
-        self._thread: threading.Thread | None = None
-
-    def ask(self, location: str, open_table: Callable[[], DeltaTable | None]) -> None:
-        with self._changed:
-            self._due[location] = open_table
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="delta-checkpoints", daemon=True)
-                self._thread.start()
-            self._changed.notify_all()
-
-    def wait(self) -> None:
-        """Until every checkpoint asked for is made (for tests, and a clean stop)."""
-        with self._changed:
-            self._changed.wait_for(lambda: not self._due and not self._busy)
-
-    def _run(self) -> None:
-        while True:
-            with self._changed:
-                self._changed.wait_for(lambda: bool(self._due))
-                location, open_table = self._due.popitem()
-                self._busy = True
-            try:
-                opened = open_table()
-                if opened is not None:
-                    opened.create_checkpoint()
-                    opened.cleanup_metadata()
-            except Exception as exc:  # noqa: BLE001 - a checkpoint missed costs readers time, not data
-                log.warning("could not checkpoint %s: %s", location, exc)
-            finally:
-                with self._changed:
-                    self._busy = False
-                    self._changed.notify_all()
-
-
-_checkpoints = _Checkpoints()
-
-
 def checkpoint_if_due(location: str, open_table: Callable[[], DeltaTable | None]) -> None:
     """What delta-rs does after its own commit, for the writer's: a checkpoint every so many
-    versions, and the log files older than the table's history removed; in the background."""
+    versions, and the log files older than the table's history removed."""
     writer = _writers.get(location)
-    if writer is not None and writer.checkpoint_due():
-        _checkpoints.ask(location, open_table)
-
-
-def wait_for_checkpoints() -> None:
-    """Until the checkpoints asked for so far are made."""
-    _checkpoints.wait()
+    opened = open_table() if writer is not None and writer.checkpoint_due() else None
+    if opened is not None:
+        opened.create_checkpoint()
+        opened.cleanup_metadata()
 
 
 def forget(location: str) -> None:
