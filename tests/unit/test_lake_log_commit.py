@@ -2,13 +2,18 @@
 delta-rs reads, record their batches as delta-rs's commits do, checkpoint when delta-rs would,
 and give way to delta-rs for whatever they do not write."""
 
+import collections
+import dataclasses
 import json
+import time
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
+from streaming.lake import log_commit, open_tables
 from streaming.lake.log_commit import ENGINE, ConcurrentRewrite, LogWriter, writable
 from streaming.lake.log_tail import commit_file
 from streaming.lake.store import Batch, Lake
@@ -188,3 +193,20 @@ def test_a_rewrite_whose_table_changed_since_it_read_it_fails_and_commits_nothin
     with pytest.raises(ConcurrentRewrite):
         writer.commit(written, Batch("q", 2).app_id(GOLD), 2, replaced, read_at)
     assert latest(lake, GOLD).to_pyarrow_table()["buy_amount"].to_pylist() == [2.0]
+
+
+def test_a_compaction_long_after_the_writers_opened_the_table_reads_no_log_file_the_cleanup_removed(tmp_path,
+                                                                                                monkeypatch):
+    brief = dataclasses.replace(BATCH_WATERMARKS, history="interval 1 seconds", compact_every=20)
+    lake = Lake(tmp_path)
+    lake.ensure(brief)
+    for batch_id in range(12):
+        lake.publish(brief, ledger_rows("q", batch_id), Batch("q", batch_id))
+    monkeypatch.setattr(log_commit, "_writers", {})  # a new process: it opens the table at checkpoint 10
+    monkeypatch.setattr(open_tables, "_writers_tables", collections.OrderedDict())
+    for batch_id in range(12, 45):  # the checkpoints at 20, 30 and 40 remove what is over a second old
+        lake.publish(brief, ledger_rows("q", batch_id), Batch("q", batch_id))
+        if batch_id % 5 == 0:
+            time.sleep(0.6)
+    assert not (Path(lake.location(brief)) / "_delta_log" / f"{10:020d}.checkpoint.parquet").exists()
+    assert len(latest(lake, brief).to_pyarrow_table()) == 45
