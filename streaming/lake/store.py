@@ -1,11 +1,12 @@
 """The lake: where the tables of the catalog live, and the one way they are written and read.
 
 `Lake(root)` turns a catalog `Table` into a location under the data dir (a string, so the root
-may be a local path or an object-store URI), keeps each thread's tables open, and has:
+may be a local path or an object-store URI), keeps its tables open (open_tables.py), and has:
 
 * `publish(table, rows, batch)`: rows into the table by its write policy, once per batch. The
   batch is recorded in the same Delta commit (an app transaction: table@writer -> batch id), so a
-  micro-batch that Spark replays after a crash finds its id recorded and is skipped.
+  micro-batch that Spark replays after a crash finds its id recorded and is skipped. A local
+  table's appends and rewrites are committed as the log's next JSON file (log_commit.py).
 * `read(table, columns, where)` / `query(table, sql)`: reads through delta-rs's SQL engine,
   which opens only the files whose statistics can match (docs/lake.md#reads says why).
 * `writing(*tables)`: the tables' locks, for a writer that must read and write several of them
