@@ -22,6 +22,7 @@ protocol (then the writer is made afresh from delta-rs's view).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 import uuid
@@ -33,6 +34,8 @@ from streaming.lake.files import DataFile, LiveFile, live_files
 from streaming.lake.locations import is_remote, local_path
 from streaming.lake.log_tail import commit_file, commit_mark, live_file, tail
 from streaming.lake.tables import Table
+
+log = logging.getLogger(__name__)
 
 ENGINE = "trade-summary"
 
@@ -160,6 +163,10 @@ class LogWriter:
                         return None
                     if self.recorded(app_id) >= batch_id:
                         return False
+                except OSError as exc:  # a file system without hard links: delta-rs commits there
+                    log.warning("committing %s through delta-rs: its log takes no hard link (%s)", self.table.name, exc)
+                    _without_links.add(self.location)
+                    return None
         finally:
             written.unlink(missing_ok=True)
         self.version += 1
@@ -175,6 +182,7 @@ class LogWriter:
 
 # Each local table's writer, by location, used only under the table's lock (store.Lake.writing).
 _writers: dict[str, LogWriter] = {}
+_without_links: set[str] = set()  # locations whose file system refused a hard link
 
 
 def writer_for(table: Table, location: str, open_table: Callable[[], DeltaTable | None],
@@ -185,7 +193,7 @@ def writer_for(table: Table, location: str, open_table: Callable[[], DeltaTable 
     writer = _writers.get(location)
     if writer is not None and writer.caught_up():
         return writer
-    if is_remote(location):
+    if is_remote(location) or location in _without_links:
         return None
     opened = open_table()
     writer = LogWriter.of(table, location, opened, track) if opened is not None else None

@@ -210,3 +210,19 @@ def test_a_compaction_long_after_the_writers_opened_the_table_reads_no_log_file_
             time.sleep(0.6)
     assert not (Path(lake.location(brief)) / "_delta_log" / f"{10:020d}.checkpoint.parquet").exists()
     assert len(latest(lake, brief).to_pyarrow_table()) == 45
+
+
+def test_a_file_system_without_hard_links_is_committed_to_by_delta_rs(tmp_path, monkeypatch):
+    lake = Lake(tmp_path)
+    lake.ensure(BATCH_WATERMARKS)
+
+    def refuse(source, target):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(log_commit.os, "link", refuse)
+    monkeypatch.setattr(log_commit, "_without_links", set())
+    for batch_id in range(3):
+        assert lake.publish(BATCH_WATERMARKS, ledger_rows("q", batch_id), Batch("q", batch_id))
+    assert all(engine_of(lake, BATCH_WATERMARKS, v) != ENGINE for v in (1, 2, 3))  # delta-rs's
+    assert sorted(latest(lake, BATCH_WATERMARKS).to_pyarrow_table()["batch_id"].to_pylist()) == [0, 1, 2]
+    assert not list((Path(lake.location(BATCH_WATERMARKS)) / "_delta_log").glob("_commit_*"))
