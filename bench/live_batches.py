@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from bench.command_line import add_numbers, add_spark_arguments, require_positive, run_tool
 from bench.load import BENCH_DAY, PARTITIONS, kafka_config, new_producer, produce
-from bench.phases import FRESH_RETENTION_MS, phase, run_freshness
+from bench.phases import FRESH_RETENTION_MS, RAMP_S, phase, run_freshness
 from bench.results import Results
 from bench.sampling import MemorySampler
 from streaming.config import Settings, parse_trigger, trigger_text
@@ -156,8 +156,9 @@ def measure(args: argparse.Namespace) -> int:
         latencies = results.latencies()
         lines.append("  freshness: p50 %.3f s, p95 %.3f s, p99 %.3f s over %d trades" % tuple(
             [results.percentile(latencies, p) for p in (50, 95, 99)] + [len(latencies)]))
+        lines.append(freshness_line(f"before them, {RAMP_S:g} s at the rate from idle", results.freshness_ramp))
         lines += table("Spark durationMs", results.spark_phases) + table("the sink", results.sink_phases)
-        trades = len(latencies) or 1
+        trades = len(latencies) + results.freshness_missing + len(results.freshness_ramp) or 1
         cpu = results.cpu_s.get("freshness", {})
         lines.append("  CPU per trade, us: " + ", ".join(f"{group} {seconds / trades * 1e6:.0f}"
                                                        for group, seconds in sorted(cpu.items())))

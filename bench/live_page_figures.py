@@ -245,7 +245,8 @@ def section(args: argparse.Namespace, result: PageRun) -> str:
             f"reached it: p50 {b['trade_to_pixel_p50_s']:.2f} s, p95 {b['trade_to_pixel_p95_s']:.2f} s"
             + (f"; {b['unshown']:,} never shown" if b["unshown"] else "")
             + f". In stages, p50 / p95: to gold {b['to_gold_p50_s']:.2f} / {b['to_gold_p95_s']:.2f} s (the bench's "
-            f"freshness: gold read every 50 ms), to the push's arrival in the page {b['to_push_p50_s']:.2f} / "
+            "freshness: gold's commit seen in its log, looked for every 10 ms), to the push's arrival in the page "
+            f"{b['to_push_p50_s']:.2f} / "
             f"{b['to_push_p95_s']:.2f} s (the publisher looks for a change every {POLL_S * 1000:.0f} ms and pushes a "
             f"new gold version at once, at most every {GOLD_GAP_S * 1000:.0f} ms), to the paint (the page's callbacks "
             "on the push, then its render).",

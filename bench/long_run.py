@@ -228,8 +228,9 @@ def section(args: argparse.Namespace, seeded: seed.SeedResult, empty: LakeRun, f
         "- **batch_p95_ms**: the medallion query's batches in the window, from the write of their offsets to their "
         f"commit in Spark's checkpoint ({batches} batches, median {median} ms). Spark's own triggerExecution of "
         f"the batches /api/status showed (one a second): p95 {status} ms.",
-        "- **freshness_p95_s**: from each trade's `produce()` to the first read of gold (every 50 ms) whose total "
-        f"includes it, over the trades sent in the window ({trades}; never shown: {missing}).",
+        "- **freshness_p95_s**: from each trade's `produce()` to gold's first version whose total includes it "
+        "(its commit seen in the log, looked for every 10 ms), over the trades sent in the window "
+        f"({trades}; never shown: {missing}).",
         "- **refresh_p95_ms**: one page refresh as the browser runs it (dashboard/client.py `refresh_page`: the "
         "data tick, the chart, the panels and quarantine) over HTTP, every 2 s in the window. The page's first "
         f"refresh took {first_refresh} ms; the drill-down's options (at load, then every 30 s; they read silver) "

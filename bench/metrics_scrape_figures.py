@@ -197,9 +197,9 @@ def section(args: argparse.Namespace, result: ScrapeRun) -> str:
         + f". The endpoint's first scrape, before the blocks (not counted): {result.first_scrape[0]:.1f} ms.",
         "- **Batches**: the medallion query's batches that started in the condition's blocks, from the write of "
         f"their offsets to their commit in Spark's checkpoint ({len(batches['A']):,} / {len(batches['B']):,}).",
-        "- **Freshness**: from each trade's `produce()` to the first read of gold (every 50 ms) whose total "
-        f"includes it, over the trades sent in the condition's blocks ({len(fresh['A']):,} / {len(fresh['B']):,}; "
-        f"never shown: {result.run.missing:,}).",
+        "- **Freshness**: from each trade's `produce()` to gold's first version whose total includes it "
+        "(its commit seen in the log, looked for every 10 ms), over the trades sent in the condition's blocks "
+        f"({len(fresh['A']):,} / {len(fresh['B']):,}; never shown: {result.run.missing:,}).",
         "- **driver_cpu_s**: CPU of run.py's Python and Spark's JVM in the condition's blocks (shown, not held to "
         f"the limit: it is the scrape's cost in CPU). Every group: {cpu}.",
         *([scrape_bursts.section_text(bursts, args.interval, result.run.batches)] if bursts is not None else []),

@@ -159,6 +159,12 @@ def keep_batch_phases(pipeline, results: Results) -> None:
                                  if progress.get("numInputRows")]
 
 
+# The seconds at the rate before the measured ones. From idle Spark looks for records every
+# 1.5 s (docs/idle.md) and its first batches catch up: the seconds after a quiet spell are a
+# figure of their own (Results.freshness_ramp), not the rate's.
+RAMP_S = 10.0
+
+
 def run_freshness(spark, settings: Settings, rate: float, seconds: float, results: Results) -> None:
     from streaming.jobs.pipeline import Pipeline
 
@@ -178,13 +184,13 @@ def run_freshness(spark, settings: Settings, rate: float, seconds: float, result
         producer.flush(30)
         wait_until(lambda: watcher.total() >= oracle.count, 180, "the warm-up trades in gold")
         warm = oracle.count
-        log.info("  warm: producing %g trades/s for %g s ...", rate, seconds)
+        log.info("  warm: producing %g trades/s for %g s, then %g s measured ...", rate, RAMP_S, seconds)
 
         produced: list[float] = []
         began = time.monotonic()
         # The market clock runs 60x, like the simulation: about 12 windows in 3 minutes.
         market_start = market + timedelta(minutes=5)
-        while (elapsed := time.monotonic() - began) < seconds:
+        while (elapsed := time.monotonic() - began) < RAMP_S + seconds:
             due = int(elapsed * rate) - len(produced)
             for _ in range(due):
                 trade = make_trade(rng, market_start + timedelta(seconds=elapsed * 60), prices)
@@ -202,9 +208,11 @@ def run_freshness(spark, settings: Settings, rate: float, seconds: float, result
         watcher.stop()
         keep_batch_phases(pipeline, results)
         pipeline.stop()
-    results.freshness_rate = len(produced) / seconds
     values, results.freshness_missing = latencies(produced, watcher.seen, warm)
-    results.freshness = [(sent - began, latency) for sent, latency in zip(produced, values)]
+    ramp = sum(1 for sent in produced if sent - began < RAMP_S)
+    results.freshness_rate = (len(produced) - ramp) / seconds
+    results.freshness_ramp = values[:ramp]
+    results.freshness = [(sent - began - RAMP_S, latency) for sent, latency in zip(produced[ramp:], values[ramp:])]
     if results.freshness_missing == 0:
         check_gold(settings.data_dir, oracle, "freshness run")
 
@@ -332,6 +340,7 @@ def run(args: argparse.Namespace) -> Results:
                  f"{len(lat):,}", f" ({results.freshness_missing:,} never showed)" if results.freshness_missing else "")
         if long_run := results.long_run_text(args.freshness_seconds):
             log.info("    freshness %s", long_run)
+        log.info("    %s", results.ramp_text(RAMP_S))
 
         log.info("4/5 dashboard: %d refreshes on a full trading day ...", args.callback_runs)
         day = Lake(throughput_dir)

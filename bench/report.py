@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from bench.load import PARTITIONS
+from bench.phases import RAMP_S
 from bench.results import TARGETS, Results
 from bench.sampling import MemorySampler
 from streaming.config import trigger_text
@@ -196,9 +197,11 @@ def report(results: Results, args: argparse.Namespace, plots: list[str]) -> str:
           f"mean {s['mean_ms']:,.0f} ms, max {s['max_ms']:,.0f} ms" for name, s in results.batches.items()],
         f"- **Freshness**: trades produced at {results.freshness_rate:,.0f}/s for {args.freshness_seconds:g} s "
         f"with batches {trigger_text(args.trigger)}; a trade's latency is from its "
-        "`produce()` call to the first read of gold (polled every 50 ms) whose total count includes it. "
+        "`produce()` call to gold's first version whose total count includes it (its commit seen in the log, "
+        "looked for every 10 ms). "
         f"{len(lat):,} trades measured" + (f", {results.freshness_missing:,} never showed" if
-                                           results.freshness_missing else "") + "."
+                                           results.freshness_missing else "")
+        + (f"; {ramp}" if (ramp := results.ramp_text(RAMP_S)) else "") + "."
         + (f" The {long_run}." if (long_run := results.long_run_text(args.freshness_seconds)) else ""),
         f"- **Dashboard**: the callbacks as the browser runs them, through Dash's HTTP endpoint. The data "
         "callback reads gold, corrections and late trades into the store; the chart callback builds the "

@@ -39,6 +39,7 @@ class Results:
     freshness: list = field(default_factory=list)  # (seconds since start, latency s) per trade
     freshness_rate: float = 0.0
     freshness_missing: int = 0
+    freshness_ramp: list = field(default_factory=list)  # the latencies (s) of the trades before those measured
     callback_ms: list = field(default_factory=list)  # the data callback + the chart figure
     refresh_ms: list = field(default_factory=list)  # every callback of one page refresh
     cpu_s: dict = field(default_factory=dict)  # phase -> {process group: CPU seconds}
@@ -59,7 +60,7 @@ class Results:
     def cpu_per_trade_us(self) -> float:
         """Every process's CPU in the freshness phase (the bench's producer in the driver's
         process included), per trade produced."""
-        trades = len(self.freshness) + self.freshness_missing
+        trades = len(self.freshness) + self.freshness_missing + len(self.freshness_ramp)
         cpu = sum(self.cpu_s.get("freshness", {}).values())
         return cpu / trades * 1e6 if trades else float("nan")
 
@@ -73,6 +74,12 @@ class Results:
 
     def latencies(self) -> list[float]:
         return [latency for _, latency in self.freshness]
+
+    def ramp_text(self, ramp_s: float) -> str:
+        """The trades produced before those measured, from idle, as a clause."""
+        ramp = self.freshness_ramp
+        return (f"the {ramp_s:g} s at the rate before them, from idle: p50 {percentile(ramp, 50):.2f} s, "
+                f"p95 {percentile(ramp, 95):.2f} s over {len(ramp):,} trades" if ramp else "")
 
     def p95_by_period(self, period_s: float) -> list[float]:
         """The freshness p95 of the trades produced in each `period_s` of the phase, in order:

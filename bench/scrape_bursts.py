@@ -9,7 +9,7 @@ reaches the topic): one burst not counted (the JVM's heap and the big batches' c
 up), then `--bursts` bursts in the order A B B A A B ..., each of `--burst-trades` trades sent as
 fast as the producer can, while the scraper (a process of its own) GETs /metrics every
 `--interval` during the B bursts only. A burst's throughput is its trades over the seconds from
-its first send until gold's total includes all of them (sampling.GoldWatcher, every 50 ms); the
+its first send until gold's total includes all of them (sampling.GoldWatcher, every 10 ms); the
 pipeline is idle (no batch in flight, none for IDLE_S) before each burst.
 
 A burst's trades are made and encoded before it starts, so its time is the pipeline's and the
@@ -299,7 +299,7 @@ def section_text(result: BurstRun, interval_s: float, batches: list) -> str:
         "(made and encoded before each burst, event times at the market clock), in the order A B B A ..., the "
         f"pipeline idle before each; during the B bursts only, the scraper GETs /metrics every {interval_s:g} s. "
         "A burst's throughput: its trades over the seconds from its first send until gold's total included all "
-        "of them (read every 50 ms); a condition's: the median of its bursts. Trades/s, A: "
+        "of them (looked for every 10 ms); a condition's: the median of its bursts. Trades/s, A: "
         f"{per_burst('A') or 'none'}; B: {per_burst('B') or 'none'}."
         + (f" The warm-up burst: {warm[0].rate:,.0f} trades/s." if warm else "")
         + " CPU per trade in the bursts (run.py's Python and JVM, Spark's workers, the broker): A "
@@ -314,7 +314,7 @@ def section_text(result: BurstRun, interval_s: float, batches: list) -> str:
            f"not the cores alone (in the bursts run.py's processes and the broker used {busy:.2f} CPU seconds a "
            f"second, of the machine's {cores}), but the batches, one at a time, each with its fixed cost")
         + "; a burst is a few big batches, the 500 ms trigger before the first; the sending overlaps the first "
-        "batches; gold is read every 50 ms. The scrapes' own time was "
+        "batches; gold is looked at every 10 ms. The scrapes' own time was "
         f"{sum(scrapes) / 1000 / b_seconds if b_seconds else float('nan'):.2%} of the B bursts' seconds: a "
         "loss of that size is far below what bursts can tell apart."
         + (f" The bursts stopped early: {result.error}" if result.error else "")

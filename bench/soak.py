@@ -226,7 +226,7 @@ def _clock(seconds: float) -> str:
 
 
 class FirstBatch:
-    """When the first batch that adds trades to gold became visible (gold polled every 50 ms
+    """When the first batch that adds trades to gold became visible (gold looked at every 10 ms
     until then: the poll stops once it is found)."""
 
     def __init__(self, data_dir: Path, t0: float):

@@ -20,6 +20,7 @@ from streaming.config import LoadSettings, Settings, format_duration, status_tim
 from streaming.jobs.bronze_replay import ReplayPlan, plan_replay, replay_from_bronze, said_where_from
 from streaming.jobs.spark_job import SparkJob
 from streaming.kafka.options import explain_kafka_failure, source_options
+from streaming.lake import upkeep
 from streaming.lake.partitions import finish_rolls
 from streaming.lake.store import Lake
 from streaming.lake.tables import SUMMARY_HISTORY
@@ -207,7 +208,8 @@ class Pipeline(SparkJob):
     """The streaming query of a run (a list: the status, restarts and stops are per query)."""
 
     def __init__(self, spark: SparkSession, settings: Settings, lake: Lake | None = None):
-        super().__init__(spark, settings, lake)
+        super().__init__(spark, settings,
+                         lake or Lake(settings.data_dir, settings.storage_options, upkeep_in_background=True))
         self.queries: list[StreamingQuery] = []
         self._starters: dict[str, Callable[[], StreamingQuery]] = {}
         self.sinks: dict[str, MedallionSink] = {}  # each query's current sink (a restart makes a new one)
@@ -331,6 +333,7 @@ class Pipeline(SparkJob):
         stop_queries(self.queries, grace_s)
         for sink in self.sinks.values():
             sink.close()
+        upkeep.finish()
         for name in finish_rolls():
             log.warning("the roll of %s's closed days did not finish in time; the next start rolls them", name)
 

@@ -30,6 +30,7 @@ from typing import Callable, Sequence
 
 from deltalake import DeltaTable
 
+from streaming.lake import open_tables
 from streaming.lake.files import DataFile, LiveFile, live_files
 from streaming.lake.locations import is_remote, local_path
 from streaming.lake.log_tail import commit_file, commit_mark, live_file, tail
@@ -77,7 +78,7 @@ class LogWriter:
         self.version = opened.version()
         self.mark = commit_mark(location, self.version)
         self.checkpoint_every = int(opened.metadata().configuration.get("delta.checkpointInterval", "100"))
-        self._base = opened  # answers for an app id not recorded since the version above
+        self._base, self._base_in = opened, open_tables.generation(location)  # for an app id not yet seen
         self._txns: dict[str, int] = {}  # app id -> its newest recorded batch, once asked or seen
         self._partition_types = {name: table.stored_schema.field(name).type for name in table.partition_by}
         self.wrote_last = False  # whether the version held is this writer's
@@ -108,8 +109,8 @@ class LogWriter:
             return False
         if found.version != self.version:
             self.wrote_last = False
-            for app_id, batch_id in found.txns.items():
-                self._txns[app_id] = max(batch_id, self.recorded(app_id))
+            for app_id, batch_id in found.txns.items():  # the tail's is the newest
+                self._txns[app_id] = max(batch_id, self._txns.get(app_id, -1))
             if self.files is not None:
                 files = {path: f for path, f in self.files.items() if path not in found.removed}
                 self.files = files | {f.path: f for f in found.added}
@@ -117,8 +118,11 @@ class LogWriter:
         return self.mark is not None
 
     def recorded(self, app_id: str) -> int:
-        """The newest batch `app_id` recorded in the table (-1 for none), as of the version held."""
+        """The newest batch `app_id` recorded in the table (-1 for none), as of the version held
+        or a later one."""
         if app_id not in self._txns:
+            if self._base_in != open_tables.generation(self.location):  # its checkpoint may be gone
+                self._base, self._base_in = DeltaTable(self.location), open_tables.generation(self.location)
             recorded = self._base.transaction_version(app_id)
             self._txns[app_id] = -1 if recorded is None else recorded
         return self._txns[app_id]
@@ -204,14 +208,18 @@ def writer_for(table: Table, location: str, open_table: Callable[[], DeltaTable 
     return writer
 
 
-def checkpoint_if_due(location: str, open_table: Callable[[], DeltaTable | None]) -> None:
+def checkpoint_if_due(writer: LogWriter, open_table: Callable[[], DeltaTable | None]) -> None:
     """What delta-rs does after its own commit, for the writer's: a checkpoint every so many
     versions, and the log files older than the table's history removed."""
-    writer = _writers.get(location)
-    opened = open_table() if writer is not None and writer.checkpoint_due() else None
+    opened = open_table() if writer.checkpoint_due() else None
     if opened is not None:
         opened.create_checkpoint()
         opened.cleanup_metadata()
+
+
+def held(location: str) -> LogWriter | None:
+    """The table's writer as it stands (not caught up with the log), if there is one."""
+    return _writers.get(location)
 
 
 def forget(location: str) -> None:

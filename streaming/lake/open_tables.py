@@ -3,6 +3,9 @@
 Opening a table reads its log from the last checkpoint; bringing an open one up to date reads
 only the commits since. A DeltaTable is not meant to be shared between threads, so each thread
 keeps its own, and the writers of a table (whoever holds its lock) share one copy of it.
+
+A copy only brought up to date keeps reading the checkpoint it was opened at; once the log's
+cleanup may have removed it (upkeep.py, `rebase`), each copy is opened afresh at its next use.
 """
 
 from __future__ import annotations
@@ -22,22 +25,42 @@ class _OpenTables(threading.local):
     limit = 32
 
     def __init__(self):
-        self.tables: OrderedDict[str, DeltaTable] = OrderedDict()
-        self.pinned: dict[str, DeltaTable] = {}  # read at a given version, moved forward as asked
+        self.tables: OrderedDict[str, _Copy] = OrderedDict()
+        self.pinned: dict[str, _Copy] = {}  # read at a given version, moved forward as asked
 
 
+_Copy = tuple[DeltaTable, int]  # a copy, and its location's rebase count when it was opened
 _open_tables = _OpenTables()
 # Each table's copy open for its writers, used only under the table's lock: a micro-batch's
 # commits run on any of the writer threads, and a copy of each thread's own would be as many
 # versions behind, each replayed at the next commit.
-_writers_tables: OrderedDict[str, DeltaTable] = OrderedDict()
+_writers_tables: OrderedDict[str, _Copy] = OrderedDict()
+_rebased: dict[str, int] = {}  # location -> how many times its log was cleaned up behind the copies
+
+
+def rebase(location: str, kept: DeltaTable | None = None) -> None:
+    """The table's log was cleaned up: every copy open now is opened afresh at its next use,
+    but `kept`, this thread's, through which the cleanup ran (it reads from the checkpoint the
+    cleanup kept)."""
+    _rebased[location] = _rebased.get(location, 0) + 1
+    if kept is not None:
+        _open_tables.tables[location] = (kept, _rebased[location])
+
+
+def generation(location: str) -> int:
+    """How many times the table's copies were made stale (`rebase`): a copy opened at another
+    count must be opened afresh."""
+    return _rebased.get(location, 0)
 
 
 def latest(location: str, storage_options: dict[str, str] | None, for_writers: bool) -> DeltaTable | None:
     """The table at its latest version, or None if it does not exist yet: the writers' one copy
     (for_writers, under the table's lock), else this thread's own."""
     kept = _writers_tables if for_writers else _open_tables.tables
-    opened = kept.pop(location, None)
+    now = generation(location)
+    opened, opened_in = kept.pop(location, (None, now))
+    if opened_in != now:
+        opened = None
     if opened is not None and not no_newer_commit(location, opened):
         try:
             opened.update_incremental()
@@ -50,7 +73,7 @@ def latest(location: str, storage_options: dict[str, str] | None, for_writers: b
             opened = DeltaTable(location, storage_options=storage_options)
         except TableNotFoundError:
             return None
-    kept[location] = opened
+    kept[location] = (opened, now)
     while len(kept) > _open_tables.limit:
         kept.popitem(last=False)
     return opened
@@ -59,15 +82,17 @@ def latest(location: str, storage_options: dict[str, str] | None, for_writers: b
 def at_version(location: str, storage_options: dict[str, str] | None, version: int) -> DeltaTable | None:
     """The table as it stood at `version`, or None if there is no such version (or a VACUUM
     removed what it needs)."""
-    pinned = _open_tables.pinned.pop(location, None)
+    now = generation(location)
+    pinned, opened_in = _open_tables.pinned.pop(location, (None, now))
     try:
-        if pinned is not None and pinned.version() <= version and still_there(location, pinned):
+        if (pinned is not None and opened_in == now and pinned.version() <= version
+                and still_there(location, pinned)):
             pinned.load_as_version(version)  # reads only the commits in between
         else:
             pinned = DeltaTable(location, version=version, storage_options=storage_options)
     except Exception:  # noqa: BLE001 - no table, or a version out of range or vacuumed away
         return None
-    _open_tables.pinned[location] = pinned
+    _open_tables.pinned[location] = (pinned, now)
     return pinned
 
 

@@ -1,10 +1,10 @@
 """How the tables' files are laid out and kept few: partitions, compaction, vacuum, the roll of
 closed days.
 
-Every table gains a small file in most micro-batches. Its writer compacts it every so many
-versions (`Table.compact_every`) into files of `Table.compact_to`, under the table's lock, after
-its own batch is committed, so none of it conflicts with a write; every VACUUM_EVERY compactions
-it vacuums too.
+Every table gains a small file in most micro-batches. It is compacted every so many versions
+(`Table.compact_every`) into files of `Table.compact_to`, under the table's lock, after the
+batch is committed, so none of it conflicts with a write: by its writer, or behind the batch
+(upkeep.py). Every VACUUM_EVERY compactions it is vacuumed too.
 
 A table partitioned by day (bronze, silver) is compacted so too, partition by partition. Its
 open days (the newest day and the one before, which late trades reach) gain files all day; a
@@ -79,11 +79,9 @@ def must_wait_for_roll(table: Table, rows: pa.Table, may_remove_files: bool, tod
 
 def compact_now_and_then(table: Table, location: str, open_table: Opener, version: int | None = None) -> None:
     """Every `table.compact_every` versions, rewrite the table's small files (partition by
-    partition, if it has days) into files of `table.compact_to`. Every VACUUM_EVERY compactions, delete
-    the files no version in the log uses that are older than the table's history (what
-    compactions replaced, and what a crashed attempt wrote but never committed), and start a
-    roll of the closed days. Called by the writer, under the table's lock, with the version it
-    just wrote if it knows it (else the table is opened to see)."""
+    partition, if it has days) into files of `table.compact_to`, and vacuum now and then
+    (`compact`). Called by the writer, under the table's lock, with the version it just wrote
+    if it knows it (else the table is opened to see)."""
     every = table.compact_every
     if not every or (version is not None and version % every):
         return
@@ -91,6 +89,22 @@ def compact_now_and_then(table: Table, location: str, open_table: Opener, versio
     version = opened.version() if opened is not None else None
     if opened is None or version is None or version % every:
         return
+    compact(table, location, opened, open_table, vacuum=vacuum_due(table, version))
+
+
+def compaction_due(table: Table, version: int) -> bool:
+    return table.compact_every is not None and version % table.compact_every == 0
+
+
+def vacuum_due(table: Table, version: int) -> bool:
+    return table.compact_every is not None and version % (table.compact_every * VACUUM_EVERY) == 0
+
+
+def compact(table: Table, location: str, opened: DeltaTable, open_table: Opener, vacuum: bool) -> None:
+    """Rewrite the open table's small files, under its lock (a MERGE's removes must not meet a
+    compaction's). vacuum: then delete the files no version in the log uses that are older than
+    the table's history (what compactions replaced, and what a crashed attempt wrote but never
+    committed), and start a roll of the closed days."""
     with rewriting(location, wait=False) if table.day_of else contextlib.nullcontext(True) as free:
         if not free:
             log.debug("not compacting %s: a roll of its closed days is rewriting it", table.name)
@@ -98,7 +112,7 @@ def compact_now_and_then(table: Table, location: str, open_table: Opener, versio
         metrics = opened.optimize.compact(target_size=table.compact_to)
     log.debug("compacted %s: %s files into %s", table.name, metrics.get("numFilesRemoved"),
               metrics.get("numFilesAdded"))
-    if version % (every * VACUUM_EVERY) == 0:
+    if vacuum:
         # Full: a checkpoint drops a replaced file's tombstone once it is older than the
         # history, so a lite vacuum, which deletes only what the log lists, would miss it.
         compacted = open_table()

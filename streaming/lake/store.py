@@ -34,7 +34,7 @@ from deltalake import CommitProperties, DeltaTable, QueryBuilder, Transaction, w
 from deltalake.schema import Field as DeltaField
 from deltalake.transaction import AddAction
 
-from streaming.lake import log_commit, merges, midway, open_tables, partitions, tables
+from streaming.lake import log_commit, merges, midway, open_tables, partitions, tables, upkeep
 from streaming.lake.files import DataFile, LiveFile, write_file
 from streaming.lake.locations import is_remote, local_path
 from streaming.lake.sql import in_time_range, plain_strings, quote
@@ -55,8 +55,6 @@ class Batch:
 
     def app_id(self, table: Table) -> str:
         return f"{table.name}@{self.writer}"
-
-
 
 
 class _HeldLocks(threading.local):
@@ -81,24 +79,21 @@ _locks: dict[str, threading.RLock] = {}
 _locks_guard = threading.Lock()
 
 
-# A commit, and bringing an open table up to date, read the log from its last checkpoint on:
-# at Delta's default of one per 100 commits a micro-batch's commits grew from 25 to 100 ms
-# between two checkpoints (docs/performance.md#freshness).
-CHECKPOINT_INTERVAL = "10"
-
-
-def table_properties(table: Table) -> dict[str, str]:
-    """The Delta properties `ensure` gives the table: its checkpoints and its history."""
-    return {"delta.checkpointInterval": CHECKPOINT_INTERVAL, "delta.logRetentionDuration": table.history,
-            "delta.deletedFileRetentionDuration": table.replaced_files_kept}
+def _table_lock(location: str) -> threading.RLock:
+    with _locks_guard:
+        return _locks.setdefault(location, threading.RLock())
 
 
 class Lake:
     """The tables of the catalog under one root (a data dir)."""
 
-    def __init__(self, root: str | Path, storage_options: Mapping[str, str] | None = None):
+    def __init__(self, root: str | Path, storage_options: Mapping[str, str] | None = None,
+                 upkeep_in_background: bool = False):
+        """upkeep_in_background: checkpoints and compactions of the tables the log writer
+        commits are done by a thread of their own, not in the commit (upkeep.py)."""
         self.root = str(root).rstrip("/") or "/"
         self.storage_options = dict(storage_options) if storage_options else None
+        self.upkeep_in_background = upkeep_in_background
 
     def __repr__(self) -> str:
         return f"Lake({self.root!r})"  # never the storage options: they may hold secrets
@@ -122,7 +117,7 @@ class Lake:
     def ensure(self, table: Table) -> None:
         """Create the table empty, so that readers find it from the start; bring a table made by
         an older version up to the catalog: its partitions, the columns it lacks, its properties."""
-        wanted = table_properties(table)
+        wanted = table.delta_properties
         opened = self.open(table)
         if opened is None:
             location = self.location(table)
@@ -202,8 +197,7 @@ class Lake:
         location = self.location(table)
         if location in _held.locations:
             return contextlib.nullcontext()  # held by this thread, or lent to it (at_once)
-        with _locks_guard:
-            return _locks.setdefault(location, threading.RLock())
+        return _table_lock(location)
 
     def steady(self, *some: Table) -> bool:
         """Whether no writer in this process is midway through these tables: a reader that wants
@@ -363,9 +357,17 @@ class Lake:
         return True
 
     def _after_commit(self, table: Table) -> None:
-        log_commit.checkpoint_if_due(self.location(table), lambda: self.open(table))
-        if table.compact_every:
-            self._compact_now_and_then(table)
+        location = self.location(table)
+        writer = log_commit.held(location)
+        if writer is not None and not writer.caught_up():
+            writer = None
+        if writer is not None and writer.wrote_last and self.upkeep_in_background:
+            upkeep.after_commit(table, writer, _table_lock(location))  # the writer's commit: behind the batch
+            return
+        if writer is not None:
+            log_commit.checkpoint_if_due(writer, lambda: self.open(table))
+        partitions.compact_now_and_then(table, location, lambda: self.open(table),
+                                        writer.version if writer is not None else None)
 
     def _log_writer(self, table: Table) -> log_commit.LogWriter | None:
         """The table's writer of its log's JSON for whoever holds its lock; None for anyone
@@ -389,11 +391,6 @@ class Lake:
         write_deltalake(opened if opened is not None else location, rows, mode="append", commit_properties=commit,
                         partition_by=list(table.partition_by) or None,
                         storage_options=None if opened is not None else self.storage_options)
-
-    def _compact_now_and_then(self, table: Table) -> None:
-        writer = self._log_writer(table)
-        partitions.compact_now_and_then(table, self.location(table), lambda: self.open(table),
-                                        writer.version if writer is not None else None)
 
     def roll_closed_days(self, table: Table, today: date | None = None) -> list[date]:
         """Rewrite the closed days' files into large ones now (partitions.py); the days rolled."""

@@ -44,6 +44,10 @@ HISTORY = "interval 30 seconds"
 # How long the files a compaction replaced stay on disk, for a read of a version it loaded
 # before (a long Spark job's): the writer's vacuum deletes them after this.
 REPLACED_FILES_KEPT = "interval 15 minutes"
+# A commit through delta-rs, and bringing an open table up to date, read the log from its last
+# checkpoint on: at Delta's default of one per 100 commits a micro-batch's commits grew from 25
+# to 100 ms between two checkpoints (docs/performance.md#freshness).
+CHECKPOINT_INTERVAL = "10"
 
 
 class Write(enum.Enum):
@@ -95,6 +99,12 @@ class Table:
     @property
     def partition_by(self) -> tuple[str, ...]:
         return (DAY,) if self.day_of else ()
+
+    @property
+    def delta_properties(self) -> dict[str, str]:
+        """The Delta properties the lake gives the table: its checkpoints and its history."""
+        return {"delta.checkpointInterval": CHECKPOINT_INTERVAL, "delta.logRetentionDuration": self.history,
+                "delta.deletedFileRetentionDuration": self.replaced_files_kept}
 
     @property
     def stored_schema(self) -> pa.Schema:

@@ -42,7 +42,7 @@ class App(Command[Settings]):
         super().__init__(settings)
         self.dashboard = dashboard
         self.metrics = metrics
-        self.lake = Lake(settings.data_dir, settings.storage_options)
+        self.lake = Lake(settings.data_dir, settings.storage_options, upkeep_in_background=True)
         self.simulator: TradeSimulator | None = None
         self.pipeline: Pipeline | None = None
         self.health: HealthMonitor | None = None
