@@ -13,10 +13,12 @@ from __future__ import annotations
 import json
 import os
 import socket
+import threading
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Mapping
+from typing import Mapping, NamedTuple
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -26,6 +28,12 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
 from streaming.lake.locations import arrow_filesystem, is_remote, local_path
+
+# The rows of the data files this process wrote lately stay in memory, for a reader of the same
+# process (the page's push reads the gold and history files the sink has just written; a rewrite
+# reads the file the last one wrote): a data file never changes once written.
+KEPT_BYTES = 16 * 2**20
+KEPT_FILE_BYTES = 2**20  # a larger file is read from where it is, if at all
 
 # Strings longer than this get no min/max (a truncated max would be wrong, and ids gain nothing).
 MAX_STAT_STRING = 32
@@ -99,7 +107,43 @@ def write_file(location: str, rows: pa.Table, storage_options: Mapping[str, str]
     metadata = {**(rows.schema.metadata or {}), WRITTEN_BY: written_by().encode()}
     pq.write_table(rows.replace_schema_metadata(metadata), path, filesystem=filesystem, compression="snappy")
     size = filesystem.get_file_info(path).size
+    _kept.keep((str(location), name), rows)
     return DataFile(name, size, rows.num_rows, file_stats(rows))
+
+
+class _KeptRows:
+    """The rows of the newest files written, by (location, path), up to KEPT_BYTES in all."""
+
+    def __init__(self) -> None:
+        self._rows: OrderedDict[tuple[str, str], pa.Table] = OrderedDict()
+        self._bytes = 0
+        self._guard = threading.Lock()
+
+    def keep(self, key: tuple[str, str], rows: pa.Table) -> None:
+        size = rows.get_total_buffer_size()
+        if size > KEPT_FILE_BYTES:
+            return
+        with self._guard:
+            self._rows[key] = rows
+            self._bytes += size
+            while self._bytes > KEPT_BYTES:
+                self._bytes -= self._rows.popitem(last=False)[1].get_total_buffer_size()
+
+    def get(self, key: tuple[str, str]) -> pa.Table | None:
+        with self._guard:
+            return self._rows.get(key)
+
+    def forget(self) -> None:
+        with self._guard:
+            self._rows.clear()
+            self._bytes = 0
+
+    @property
+    def size(self) -> int:
+        return self._bytes
+
+
+_kept = _KeptRows()
 
 
 # Delta keeps times in statistics to the millisecond, and delta-rs cuts a compacted file's
@@ -139,19 +183,43 @@ def live_files(opened: DeltaTable, column: str | None = None) -> list[LiveFile] 
             zip(paths, lows, highs, partitions or [()] * len(paths))]
 
 
-def files_root(location: str, storage_options: Mapping[str, str] | None) -> tuple[pafs.FileSystem, str]:
-    """Where a table's live files are read: (pyarrow file system, what goes before a file's
-    path as the log has it): a local table's directory, or nothing for deltalake's object
-    store, rooted at the table."""
+class FilesRoot(NamedTuple):
+    """Where a table's live files are read: a pyarrow file system and what goes before a file's
+    path as the log has it (a local table's directory, or nothing for deltalake's object store,
+    rooted at the table)."""
+
+    filesystem: pafs.FileSystem
+    prefix: str
+    location: str
+
+
+def files_root(location: str, storage_options: Mapping[str, str] | None) -> FilesRoot:
     filesystem, _ = arrow_filesystem(location, storage_options)
-    return filesystem, "" if is_remote(location) else str(local_path(location).resolve()).rstrip("/") + "/"
+    prefix = "" if is_remote(location) else str(local_path(location).resolve()).rstrip("/") + "/"
+    return FilesRoot(filesystem, prefix, str(location))
 
 
-def read_live_file(root: tuple[pafs.FileSystem, str], path: str, schema: pa.Schema, **options) -> pa.Table:
-    """A live file's rows as plain Parquet (`files_root`, its path as the log has it: URI-encoded)
-    in `schema`: a column the file lacks (added since it was written) reads as nulls."""
-    filesystem, prefix = root
-    return pq.read_table(prefix + unquote(path), filesystem=filesystem, schema=schema, **options)
+def read_live_file(root: FilesRoot, path: str, schema: pa.Schema, columns: list[str] | None = None,
+                   filters: pc.Expression | None = None) -> pa.Table:
+    """A live file's rows (its path as the log has it: URI-encoded) in `schema`, as pyarrow's
+    Parquet read gives them: a column the file lacks (added since it was written) reads as
+    nulls. A file this process wrote lately is taken from memory."""
+    written = _kept.get((root.location, unquote(path)))
+    if written is None:
+        return pq.read_table(root.prefix + unquote(path), filesystem=root.filesystem, schema=schema, columns=columns,
+                             filters=filters)
+    return as_read(written, schema, columns, filters)
+
+
+def as_read(rows: pa.Table, schema: pa.Schema, columns: list[str] | None = None,
+            filters: pc.Expression | None = None) -> pa.Table:
+    """Rows as a Parquet file of them reads in `schema` (read_live_file)."""
+    arrays = [rows[f.name].cast(f.type) if f.name in rows.column_names else pa.nulls(rows.num_rows, f.type)
+              for f in schema]
+    read = pa.Table.from_arrays(arrays, schema=schema)
+    if filters is not None:
+        read = read.filter(filters)
+    return read.select(columns) if columns is not None else read
 
 
 def _stats(actions: pa.Table, name: str) -> list:

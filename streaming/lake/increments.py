@@ -22,7 +22,7 @@ from typing import Callable, Generic, Sequence, TypeVar, cast
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streaming.lake.files import STATS_SLACK, LiveFile, files_root, live_files, read_live_file
+from streaming.lake.files import STATS_SLACK, FilesRoot, LiveFile, files_root, live_files, read_live_file
 from streaming.lake.log_tail import commit_mark, tail
 from streaming.lake.sql import in_time_range
 from streaming.lake.store import Lake
@@ -88,7 +88,7 @@ class FileIncrements(Generic[T]):
         self.version: int | None = None
         self.table_id: str | None = None
         self.files_read = self.whole_reads = self.log_follows = 0  # counters, for the tests and the benchmark
-        self._root: tuple | None = None  # files.files_root, made once
+        self._root: FilesRoot | None = None  # made once
         self._location = lake.location(table)
         self._partition_types = {name: table.stored_schema.field(name).type for name in table.partition_by}
         self._mark: tuple[int, int] | None = None  # log_tail.commit_mark of the version held

@@ -14,12 +14,9 @@ tables: the writers' one open copy of a table is used by one thread at a time.
 
 from __future__ import annotations
 
-import threading
 import time
-from collections import OrderedDict
 from datetime import datetime
 from typing import Callable, Mapping
-from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -84,30 +81,6 @@ def merged(target: pa.Table, source: pa.Table, table: Table, write: Write) -> pa
     return result.sort_by([(key, "ascending") for key in keys])
 
 
-# The rows of the files a rewrite wrote last, by (location, path): a data file never changes,
-# and the next batch reads the file the last one wrote twice (Lake.key_range, then the rewrite).
-_known_rows: OrderedDict[tuple[str, str], pa.Table] = OrderedDict()
-_known_guard = threading.Lock()
-KNOWN_FILES = 4
-
-
-def _remember(location: str, path: str, rows: pa.Table) -> None:
-    with _known_guard:
-        _known_rows[(location, unquote(path))] = rows
-        while len(_known_rows) > KNOWN_FILES:
-            _known_rows.popitem(last=False)
-
-
-def _rows_of(location: str, storage_options: Mapping[str, str] | None, path: str, schema: pa.Schema) -> pa.Table:
-    with _known_guard:
-        rows = _known_rows.get((location, unquote(path)))
-    if rows is not None and rows.schema.equals(schema):
-        return rows
-    rows = read_live_file(files_root(location, storage_options), path, schema)
-    _remember(location, path, rows)
-    return rows
-
-
 def _touched(files: list[LiveFile], low, high) -> list[LiveFile]:
     """The files whose statistics may hold a key in [low, high] (a bound not stated: any)."""
     return [f for f in files if (f.low is None or f.low <= high) and (f.high is None or f.high + STATS_SLACK >= low)]
@@ -130,7 +103,8 @@ def files_holding(table: Table, location: str, storage_options: Mapping[str, str
     their rows, read as plain Parquet."""
     touched = _touched(live, low, high) if isinstance(low, datetime) else live
     schema = table.stored_schema
-    rows = pa.concat_tables([_rows_of(location, storage_options, f.path, schema) for f in touched]
+    root = files_root(location, storage_options)
+    rows = pa.concat_tables([read_live_file(root, f.path, schema) for f in touched]
                             ) if touched else schema.empty_table()
     return touched, rows
 
@@ -157,9 +131,7 @@ def rewrite_merge(table: Table, location: str, storage_options: Mapping[str, str
     touched, target = files_holding(table, location, storage_options, live, pc.min(rows[key]).as_py(),
                                     pc.max(rows[key]).as_py())
     result = merged(target, rows, table, write)
-    written = write_file(location, result, storage_options)
-    _remember(location, written.path, result.cast(table.stored_schema))
-    replace(written, touched)
+    replace(write_file(location, result, storage_options), touched)
 
 
 def replace_by_engine(opened: DeltaTable, table: Table, commit: CommitProperties) -> Replace:

@@ -28,7 +28,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from streaming.lake.checkpoints import OffsetLogEntry
-from streaming.lake.tables import BATCH_WATERMARKS, LATE_TRADES
+from streaming.lake.tables import BATCH_WATERMARKS, LATE_TRADES, UTC_TIME
+from streaming.medallion.gold import window_starts
 
 # Silver columns needed to tell and to describe a too-late trade.
 EPOCH = datetime.fromtimestamp(0, tz=timezone.utc)
@@ -187,20 +188,23 @@ def too_late_trades(silver: pd.DataFrame, ledger: pd.DataFrame) -> pd.DataFrame:
     return late.reset_index(drop=True)
 
 
-def late_trade_rows(late: pd.DataFrame, window: timedelta, detected_at: datetime) -> pa.Table:
-    """too_late_trades() output -> gold/late_trades rows: the window each trade belonged to,
-    the watermark it missed and by how much."""
-    if late.empty:
-        return LATE_TRADES.schema.empty_table()
-    event_time = pd.to_datetime(late["event_time"], utc=True)
-    start = event_time.dt.floor(pd.Timedelta(window))
-    return pa.Table.from_pandas(pd.DataFrame({
+def late_trade_rows(late: pa.Table, watermark: datetime, window: timedelta, detected_at: datetime) -> pa.Table:
+    """Too-late trades (LATE_CANDIDATE_COLUMNS) -> gold/late_trades rows: the window each trade
+    belonged to, the watermark it missed and by how much. In Arrow: it is on the gold step's path."""
+    n = late.num_rows
+    event_time = late["event_time"].cast(UTC_TIME)
+    start = window_starts(event_time, window)
+    late_by = pc.subtract(pa.scalar(watermark, UTC_TIME), event_time).cast(pa.int64())  # microseconds
+    columns = {
         "trade_id": late["trade_id"], "event_time": event_time, "window_start": start,
-        "window_end": start + pd.Timedelta(window), "watermark": pd.to_datetime(late["watermark"], utc=True),
-        "late_by_seconds": late["late_by"].dt.total_seconds(), "side": late["side"], "amount": late["amount"],
+        "window_end": pc.add(start, pa.scalar(window, pa.duration("us"))),
+        "watermark": pa.array([watermark] * n, UTC_TIME),
+        "late_by_seconds": pc.divide(late_by.cast(pa.float64()), 1e6), "side": late["side"], "amount": late["amount"],
         "topic": late["topic"], "partition": late["partition"], "offset": late["offset"],
-        "detected_at": pd.Timestamp(detected_at), "backfilled_at": pd.NaT,
-    }), schema=LATE_TRADES.schema, preserve_index=False)
+        "detected_at": pa.array([detected_at] * n, UTC_TIME), "backfilled_at": pa.nulls(n, UTC_TIME),
+    }
+    return pa.table({field.name: columns[field.name].cast(field.type) for field in LATE_TRADES.schema},
+                    schema=LATE_TRADES.schema)
 
 
 # -- lateness: how far behind the stream's front a trade arrived (the what-if of --watermark) -----

@@ -170,9 +170,7 @@ class GoldStep:
         matches them against every trade_id of the table)."""
         if late.num_rows == 0:
             return
-        rows = late.to_pandas().assign(watermark=pd.Timestamp(judged_watermark(ledger)))
-        rows["late_by"] = rows["watermark"] - pd.to_datetime(rows["event_time"], utc=True)
-        rows = late_trade_rows(rows, self.settings.window, datetime.now(timezone.utc))
+        rows = late_trade_rows(late, judged_watermark(ledger), self.settings.window, datetime.now(timezone.utc))
         if new_to_silver:
             self.lake.commit_files(LATE_TRADES, self.lake.write_files(LATE_TRADES, rows), batch)
         else:

@@ -72,18 +72,6 @@ def test_a_batch_merged_by_rewrite_is_recorded_once(tmp_path):
     assert DeltaTable(lake.location(GOLD)).history(1)[0]["operation"] != "MERGE"
 
 
-def test_the_rows_a_rewrite_keeps_for_the_next_batch_are_the_rows_of_its_file(tmp_path):
-    lake = Lake(tmp_path)
-    now = datetime(2026, 3, 3, tzinfo=timezone.utc)
-    for batch_id in range(3):
-        lake.publish(GOLD, gold_rows(sums({batch_id: (1.0, 1), 0: (2.0, 1)}), batch_id, now), Batch("app", batch_id),
-                     write=Write.ADD)
-    (live,) = files.live_files(DeltaTable(lake.location(GOLD)), "window_start")
-    kept = merges._known_rows[(lake.location(GOLD), live.path)]
-    read = files.read_live_file(files.files_root(lake.location(GOLD), None), live.path, GOLD.stored_schema)
-    assert kept.equals(read) and kept.schema.equals(read.schema)
-
-
 def test_a_key_range_reads_the_rows_sql_reads(tmp_path):
     lake = Lake(tmp_path)
     now = datetime(2026, 3, 3, tzinfo=timezone.utc)
