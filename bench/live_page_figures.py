@@ -16,6 +16,10 @@ from bench.report import machine
 from bench.results import percentile
 from dashboard.push import GOLD_GAP_S, POLL_S
 
+
+def gold_gap_text() -> str:
+    return f", at most every {GOLD_GAP_S * 1000:.0f} ms" if GOLD_GAP_S > 0 else ""
+
 COMMAND = "python -m bench.live_page"
 HEADING = "## Live page: "
 # Issue 35's targets.
@@ -247,9 +251,9 @@ def section(args: argparse.Namespace, result: PageRun) -> str:
             + f". In stages, p50 / p95: to gold {b['to_gold_p50_s']:.2f} / {b['to_gold_p95_s']:.2f} s (the bench's "
             "freshness: gold's commit seen in its log, looked for every 10 ms), to the push's arrival in the page "
             f"{b['to_push_p50_s']:.2f} / "
-            f"{b['to_push_p95_s']:.2f} s (the publisher looks for a change every {POLL_S * 1000:.0f} ms and pushes a "
-            f"new gold version at once, at most every {GOLD_GAP_S * 1000:.0f} ms), to the paint (the page's callbacks "
-            "on the push, then its render).",
+            f"{b['to_push_p95_s']:.2f} s (the publisher looks for a change as a gold step settles and every "
+            f"{POLL_S * 1000:.0f} ms, and pushes a new gold version at once{gold_gap_text()}), to the paint (the "
+            "page's callbacks on the push, then its render).",
             f"- **JS heap**: after a garbage collection every {args.heap_sample_seconds:g} s, over "
             f"{b['open_min']:.0f} min open: {b['heap_first_mib']:.1f} MiB at first, {b['heap_last_mib']:.1f} MiB "
             f"at the end (max {b['heap_max_mib']:.1f}), a growth of {b['heap_growth_mib']:.1f} MiB"

@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 
 EVENTS_PATH = "/api/events"
 POLL_S = 0.05  # how often the publisher looks for a change while a page is connected
-GOLD_GAP_S = 0.1  # a new gold version goes out at the next look once the last push is this old
+GOLD_GAP_S = 0.0  # a new gold version goes out at the next look once the last push is this old: at once
 MIN_GAP_S = 0.5  # anything else (the status, quarantine) at most once per gap: together with what came meanwhile
 FILTER_LOOK_S = 2.0  # the newest day's channels and symbols are looked at this often: they seldom change
 KEEP_ALIVE_S = 15.0  # a comment this often: a closed page is noticed at the next write

@@ -14,7 +14,7 @@ from dashboard import ids
 from dashboard.client import store_quarantine
 from dashboard.context import PageContext, PageReaders
 from dashboard.dash_app import create_app, empty_status
-from dashboard.push import EVENTS_PATH, FILTER_LOOK_S, GOLD_GAP_S, Publisher, event_stream
+from dashboard.push import EVENTS_PATH, FILTER_LOOK_S, Publisher, event_stream
 from dashboard.readers import QuarantineReader, SilverFilterValues
 from dashboard.refresh import is_default_view, needs_own_snapshot, view_snapshot
 from streaming.lake import tables
@@ -110,13 +110,22 @@ def test_the_pushed_snapshot_is_what_the_server_works_out_for_the_default_view(p
     assert pushed(publisher)["history_span"] == expected["history_span"]  # the time machine's slider
 
 
-def test_a_new_gold_version_is_pushed_at_once_and_changes_within_its_gap_go_out_together(publisher, lake, clock):
+def test_each_new_gold_version_is_pushed_at_once(publisher, lake, clock):
     assert publisher.check()
     write_window(lake, 1, "09:15", 50.0)
-    later(clock, GOLD_GAP_S / 2)
+    assert publisher.check()  # no wait: the push goes out at gold's commit
+    assert [w["buy_amount"] for w in pushed(publisher)["windows"]] == [100.0, 50.0]
+
+
+def test_with_a_gold_gap_the_versions_within_it_go_out_together(lake, status, clock):
+    context = PageContext(PageReaders.of(lake), status, lake=lake, quarantine=QuarantineReader(lake))
+    publisher = Publisher(context, clock=clock, gold_gap_s=0.2)
+    assert publisher.check()
+    write_window(lake, 1, "09:15", 50.0)
+    later(clock, 0.1)
     assert not publisher.check()  # too soon after the last push: not even a look
     write_window(lake, 2, "09:30", 25.0)
-    later(clock, GOLD_GAP_S)
+    later(clock, 0.2)
     assert publisher.check()  # past the gap: gold's new version waits for no more
     assert publisher.latest()[0] == 2
     assert [w["buy_amount"] for w in pushed(publisher)["windows"]] == [100.0, 50.0, 25.0]
