@@ -199,7 +199,9 @@ def late_trade_rows(late: pa.Table, watermark: datetime, window: timedelta, dete
         "trade_id": late["trade_id"], "event_time": event_time, "window_start": start,
         "window_end": pc.add(start, pa.scalar(window, pa.duration("us"))),
         "watermark": pa.array([watermark] * n, UTC_TIME),
-        "late_by_seconds": pc.divide(late_by.cast(pa.float64()), 1e6), "side": late["side"], "amount": late["amount"],
+        # A trade dated far ahead has a lateness past float64's exact integers: rounded, as pandas did.
+        "late_by_seconds": pc.divide(late_by.cast(pa.float64(), safe=False), 1e6),
+        "side": late["side"], "amount": late["amount"],
         "topic": late["topic"], "partition": late["partition"], "offset": late["offset"],
         "detected_at": pa.array([detected_at] * n, UTC_TIME), "backfilled_at": pa.nulls(n, UTC_TIME),
     }

@@ -5,6 +5,7 @@ from datetime import datetime, timedelta, timezone
 
 import pandas as pd
 import pyarrow as pa
+import pytest
 
 from streaming.lake.tables import LATE_TRADES, SILVER
 from streaming.medallion.lateness import LATE_CANDIDATE_COLUMNS, late_trade_rows, too_late_trades
@@ -80,3 +81,13 @@ def test_too_late_trades_rows_in_arrow_agree_with_pandas_for_any_window():
     empty = late_trade_rows(late.slice(0, 0), base, timedelta(minutes=15), detected_at)
     assert empty.num_rows == 0 and empty.schema == pandas_late_trade_rows(late.slice(0, 0), base, timedelta(minutes=15),
                                                                           detected_at).schema
+
+
+def test_a_too_late_trade_dated_far_ahead_gets_its_rows_with_the_lateness_rounded():
+    far = pa.table({"trade_id": ["t"], "event_time": [datetime(2999, 1, 1, tzinfo=timezone.utc)], "side": ["BUY"],
+                    "amount": [1.0], "topic": ["trades"], "partition": [0], "offset": [0]}
+                   ).cast(SILVER.schema_of(LATE_CANDIDATE_COLUMNS))
+    watermark = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    rows = late_trade_rows(far, watermark, timedelta(minutes=15), watermark)
+    expected = (watermark - datetime(2999, 1, 1, tzinfo=timezone.utc)).total_seconds()
+    assert rows["late_by_seconds"][0].as_py() == pytest.approx(expected)
