@@ -24,7 +24,7 @@ Operations, each idempotent (the batch recorded in the same commit as an app tra
     .whenNotMatchedInsertAll().execute(), with the same condition and update expressions, made
     idempotent by spark.databricks.delta.write.txnAppId/txnVersion.
 
-The tables' compaction (Lake._compact_now_and_then) is switched off for all writers: it is
+The tables' compaction (partitions.compact_now_and_then) is switched off for all writers: it is
 the same delta-rs OPTIMIZE whoever commits the batches, and would make the figures lumpy.
 delta-spark runs in the pipeline's session (spark_session.create_spark) with one setting
 tuned for small tables, DELTA_SPARK_TUNING (--conf overrides it). --max-minutes bounds the run

@@ -16,10 +16,6 @@ from bench.report import machine
 from bench.results import percentile
 from dashboard.push import GOLD_GAP_S, POLL_S
 
-
-def gold_gap_text() -> str:
-    return f", at most every {GOLD_GAP_S * 1000:.0f} ms" if GOLD_GAP_S > 0 else ""
-
 COMMAND = "python -m bench.live_page"
 HEADING = "## Live page: "
 # Issue 35's targets.
@@ -43,6 +39,11 @@ class Block:
     viewers: int
     begin: float  # the measured seconds, since run.py's start (the settle comes before)
     end: float
+
+
+def gold_gap_text() -> str:
+    """How often the publisher pushes a new gold version at most, for the text (nothing: at once)."""
+    return f", at most every {GOLD_GAP_S * 1000:.0f} ms" if GOLD_GAP_S > 0 else ""
 
 
 def schedule(start: float, modes: list[str], counts: list[int], settle_s: float, block_s: float) -> list[Block]:

@@ -66,7 +66,7 @@ SEED_WRITER = "bench-seed"  # the writer its commits record (Batch.app_id), as a
 MARKET_US = 8 * 3600 * 1_000_000  # 09:00-17:00, the simulator's market hours
 DAY_US = 24 * 3600 * 1_000_000
 INGEST_DELAY = timedelta(milliseconds=400)  # Kafka time -> ingested_at: about a live batch's
-# The pipeline's compaction (Lake._compact_now_and_then) bins up to Table.compact_to bytes of its
+# The pipeline's compaction (partitions.compact_now_and_then) bins up to Table.compact_to bytes of its
 # small snappy files at a time, which rewritten together come to about 55% of it (measured: 4.4-4.5
 # MB for 8 MiB, bronze and silver alike); delta-rs's writer, given a target, makes files of about 85%
 # of it. The seeded files are written to the size the compaction makes.

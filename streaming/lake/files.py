@@ -2,7 +2,7 @@
 the table's location and hands back its description (`DataFile`); the driver commits the
 files of a micro-batch in one Delta transaction (`Lake.commit_files`). Until then no reader
 sees them, so a crash in between leaves only unreferenced files, which the writer's vacuum
-removes once they are older than the table's history (store.Lake._compact_now_and_then).
+removes once they are older than the table's history (partitions.compact_now_and_then).
 
 The statistics are Delta's (numRecords, minValues, maxValues, nullCount): readers and MERGEs
 skip files by them, by offset and event time above all.
