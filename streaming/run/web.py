@@ -101,7 +101,7 @@ class WebServer:
             log.exception("the web server stopped")
 
     def shutdown(self, timeout_s: float = 10.0) -> None:
-        """Stops accepting, ends every connection and waits for the loop (then the port is free)."""
+        """Lets the requests in hand finish, ends every connection and waits for the loop (then the port is free)."""
         from waitress import wasyncore
         from waitress.trigger import trigger as Trigger
 
@@ -109,6 +109,8 @@ class WebServer:
             return
         if self.on_stop is not None:
             self.on_stop()
+        # As waitress' own close: the requests in hand finish first, so no thread writes to a closed channel.
+        self._server.task_dispatcher.shutdown(timeout=timeout_s / 2)
         # Sockets are closed in the loop's own thread: a trigger (one a listening socket) runs the closing there.
         triggers = [channel for channel in list(self._map.values()) if isinstance(channel, Trigger)]
         try:

@@ -1,6 +1,7 @@
 """The app's HTTP server (streaming/run/web.py, waitress) on 127.0.0.1: a streamed response goes
 out chunk by chunk, a full house of live pages leaves requests their threads, a page beyond
---max-pages is told so, and a stop ends the live connections and frees the port for the next start."""
+--max-pages is told so, and a stop lets the requests in hand finish, ends the live connections
+and frees the port for the next start."""
 
 from __future__ import annotations
 
@@ -97,6 +98,24 @@ def test_a_stop_ends_the_live_connections_and_frees_the_port_for_the_next_start(
     # as a restart would
     again = WebServer(flask.Flask("again"), bind_address("127.0.0.1", server.port), 2, "test-web-again")
     again.shutdown()
+
+
+def test_a_request_in_hand_when_the_stop_comes_gets_its_whole_answer(serve):
+    app, in_hand = flask.Flask("slow"), threading.Event()
+
+    @app.route("/slow")
+    def slow():
+        in_hand.set()
+        time.sleep(0.5)
+        return "answered"
+
+    server, answers = serve(app), []
+    client = threading.Thread(target=lambda: answers.append(open_stream(server.port, "/slow").read()))
+    client.start()
+    assert in_hand.wait(TIMEOUT_S)
+    server.shutdown()
+    client.join(TIMEOUT_S)
+    assert answers == [b"answered"]
 
 
 def test_the_address_is_held_from_the_start_and_what_comes_early_is_answered_once_served():
