@@ -13,15 +13,6 @@
     let applied = {};  // panel name -> the JSON of the outputs last set from a push
     let retryMs = null;  // the wait before the next connect after a refused one: doubles to retryMaxMs
 
-    let newest = null;  // the JSON of the newest push not yet set
-    const wake = new MessageChannel();  // a task of its own, after the events already queued
-    wake.port1.onmessage = function () {
-        const data = newest;
-        newest = null;
-        setProps(config.pushed, {data: JSON.parse(data)});
-        forgetUndoHistory();
-    };
-
     function setProps(id, props) {
         window.dash_clientside.set_props(id, props);
     }
@@ -59,13 +50,8 @@
             const from = event.lastEventId.split("-")[0];
             resync = resync || (epoch !== null && from !== epoch);
             epoch = from;
-            // A push that came while the page was busy drawing the last one is drawn only if no
-            // newer one came meanwhile: pushes queued behind a slow draw cost one draw, not each.
-            const first = newest === null;
-            newest = event.data;
-            if (first) {
-                wake.port2.postMessage(null);
-            }
+            setProps(config.pushed, {data: JSON.parse(event.data)});
+            forgetUndoHistory();
         });
         source.onerror = function () {
             if (leaving && source.readyState === EventSource.CONNECTING) {
