@@ -60,6 +60,9 @@ def first_reported_traces(rows: list[dict], x: list[str], hover: str) -> list[di
 # deep copies of a template) cost most of a refresh. The look of plotly_white, spelled out:
 GRID = "#ebf0f8"
 CHART_HEIGHT = 430  # px: with the KPI cards and the feed beside it, one screen at 1440x900
+# A chart's box: the figure's height with the box's padding and border. Plotly's responsive resize
+# takes its height from the box, so a box sized by its own content can collapse and stay so.
+CHART_BOX = {"height": f"{CHART_HEIGHT + 14}px"}
 WINDOW_TICKS = 6  # a day spanning fewer windows gets a tick at each (they fit on a phone too)
 BASE_LAYOUT = dict(paper_bgcolor="white", plot_bgcolor="white", font=dict(color="#2a3f5f"),
                    hoverlabel=dict(align="left"))

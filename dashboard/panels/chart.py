@@ -38,7 +38,8 @@ def toolbar() -> html.Div:
 
 def layout() -> tuple[html.Div, dcc.Graph]:
     """The toolbar, and the live chart."""
-    return toolbar(), dcc.Graph(id=ids.CHART, className="chart", config={"displaylogo": False, "responsive": True})
+    return toolbar(), dcc.Graph(id=ids.CHART, className="chart", style=figures.CHART_BOX,
+                                config={"displaylogo": False, "responsive": True})
 
 
 def day_options(snapshot: dict | None) -> list[dict]:

@@ -21,11 +21,9 @@ from streaming.medallion.history import BACKFILL, LATE, ON_TIME, REPLAY, made_by
 LIVE_LABEL = "Live"
 NO_HISTORY = "No history of this day yet: gold's changes of its windows are recorded as they are made."
 PICK_A_WINDOW = "Click a window on the chart to see each change of it."
-SHOWN: dict = {}
+# Either chart, shown, keeps its box's height (figures.CHART_BOX): it is drawn while hidden.
+SHOWN = figures.CHART_BOX
 HIDDEN = {"display": "none"}
-# The chart at an instant is drawn while hidden: a height of its own (the figure's, padding and
-# border) keeps Plotly's responsive resize from collapsing it when it is shown.
-AS_OF_SHOWN = {"height": f"{figures.CHART_HEIGHT + 14}px"}
 PLAY_TICK_MS = 1000  # while playing, the instant moves on this often
 SPEEDS = (1, 10, 60, 600)  # times the wall clock: a tick moves the instant on PLAY_TICK_MS x speed
 DEFAULT_SPEED = 60
@@ -228,7 +226,7 @@ def register(app: Dash, context: PageContext) -> None:
         if shown_instant(past) is None:
             return no_update, HIDDEN, SHOWN
         figure = figures.summary_figure(past, mode, first_reported=first_reported_shown(first_reported))
-        return figures.as_of_figure(figure, past["as_of"].get("label")), AS_OF_SHOWN, HIDDEN
+        return figures.as_of_figure(figure, past["as_of"].get("label")), SHOWN, HIDDEN
 
     @app.callback(*(Output(i, prop) for i, prop in SLIDER.outputs), Input(ids.DRAW, "data"),
                   State(ids.SNAPSHOT, "data"), State(ids.TM_SLIDER, "min"), State(ids.TM_SLIDER, "max"),

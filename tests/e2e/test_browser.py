@@ -13,6 +13,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from dashboard.figures import CHART_HEIGHT
 from tests.support.corpus import trade
 from tests.support.kafka import TopicWriter, free_port
 from tests.support.process import ARTIFACTS, RunPy
@@ -400,8 +401,10 @@ def test_one_screen_at_1440x900_shows_the_switch_the_kpis_the_chart_and_the_feed
             assert 0 <= shown["left"] and shown["right"] <= 1440 and 0 <= shown["top"] and shown["bottom"] <= 900, \
                 (selector, shown)
         assert page.evaluate("() => window.scrollY") == 0
-        # The chart and the feed side by side.
-        assert box(page, "#corrections-feed")["left"] > box(page, "#trade-summary-chart")["right"] - 1
+        # The chart and the feed side by side, the chart its full height (once it collapsed to its padding).
+        chart = box(page, "#trade-summary-chart")
+        assert box(page, "#corrections-feed")["left"] > chart["right"] - 1
+        assert chart["bottom"] - chart["top"] >= CHART_HEIGHT
         assert x_labels_apart(page)
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "browser-one-screen-1440x900.png"))

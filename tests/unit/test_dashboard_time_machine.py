@@ -19,12 +19,12 @@ from dashboard.data import history_span
 from dashboard.figures import summary_figure
 from dashboard.panels.export import export_name, windows_export
 from dashboard.panels.time_slider import (
-    AS_OF_SHOWN,
     DEFAULT_SPEED,
     LIVE_LABEL,
     NO_HISTORY,
     PICK_A_WINDOW,
     PLAY_TICK_MS,
+    SHOWN,
     clicked_window,
     instant_of,
     is_live,
@@ -299,7 +299,7 @@ def test_an_instant_draws_the_day_as_it_stood_then_by_the_same_figure_code(clien
     figure = drawn[ids.AS_OF_CHART]["figure"]
     assert figure["data"] == summary_figure(past)["data"]  # the live chart's figure code
     assert label in json.dumps(figure["layout"]["annotations"])
-    assert drawn[ids.CHART]["style"] == {"display": "none"} and drawn[ids.AS_OF_CHART]["style"] == AS_OF_SHOWN
+    assert drawn[ids.CHART]["style"] == {"display": "none"} and drawn[ids.AS_OF_CHART]["style"] == SHOWN
 
 
 def test_after_the_correction_the_chart_shows_it_and_its_ghost_as_first_reported(client):
@@ -327,7 +327,7 @@ def test_live_returns_to_the_current_values(client):
     past, label = choose(client, None)
     assert past is None and label == "Live"
     drawn = as_of_chart(client, past)
-    assert drawn[ids.CHART]["style"] == {} and drawn[ids.AS_OF_CHART]["style"] == {"display": "none"}
+    assert drawn[ids.CHART]["style"] == SHOWN and drawn[ids.AS_OF_CHART]["style"] == {"display": "none"}
     assert [w["buy_amount"] for w in store_snapshot(client)["windows"]] == [1000.0, 230.0, 500.0]
 
 
