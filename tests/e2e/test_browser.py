@@ -26,6 +26,12 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 # Today: within a day of the records' Kafka time, so no trade is quarantined as a jump in time.
 DAY = datetime.now(timezone.utc).strftime("%Y-%m-%dT")
 
+
+def eve_of(day: str) -> str:
+    """The day before DAY, from DAY itself: a test running across midnight keeps two days apart."""
+    return (datetime.fromisoformat(day[:10]) - timedelta(days=1)).strftime("%Y-%m-%d")
+
+
 # Skipped on a developer's machine without Chromium; in CI (which installs it) a missing browser fails.
 pytestmark = pytest.mark.skipif(shutil.which("chromium") is None and not os.environ.get("CI"),
                                 reason="Debian chromium is missing: run `bash tests/install-browser.sh`")
@@ -253,7 +259,7 @@ def click_window(page, chart: str, window: str) -> None:
 
 def test_the_time_machine_plays_back_a_past_day_and_a_clicked_window_shows_its_revisions(tmp_path, page):
     app = RunningApp(tmp_path, "--no-producer")
-    past = (datetime.now(timezone.utc) - timedelta(days=1)).strftime("%Y-%m-%d")
+    past = eve_of(DAY)
     window = f"{past}T20:15:00+00:00"
     try:
         # Yesterday's 20:15 window in one batch; event time reached 20:40, so the watermark is 20:10
@@ -320,7 +326,7 @@ def lateness(app: RunningApp, day: str) -> dict:
 
 def test_the_lateness_tab_draws_follows_each_push_and_its_sentence_follows_the_day(tmp_path, page):
     app = RunningApp(tmp_path, "--no-producer")
-    past = (datetime.now(timezone.utc) - timedelta(days=1)).strftime("%Y-%m-%d")
+    past = eve_of(DAY)
     try:
         # Each day: a trade at 10:00 moves the front, then trades behind it in later batches.
         for day, behind in ((past, (45,)), (DAY[:10], (1, 60))):
