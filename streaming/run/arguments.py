@@ -234,9 +234,10 @@ def _add_streaming_arguments(stream) -> None:
     _add_duration(stream, "--window", "tumbling window length", Settings.window)
     _add_duration(stream, "--watermark", "how late a trade may arrive and still count", Settings.watermark)
     stream.add_argument("--trigger", type=trigger_argument, default=Settings.trigger, metavar="DURATION",
-                        help="micro-batch interval: 0 runs batches back to back, and with nothing new looks "
-                             f"every {IDLE_LOOK_MS} ms; an interval such as '2 seconds' makes fewer, larger "
-                             f"files (default: '{duration_text(Settings.trigger)}')")
+                        help="micro-batch interval: a batch starts at most this often, at once after one "
+                             f"that ran longer; 0 runs them back to back; with nothing new, Spark looks every "
+                             f"{IDLE_LOOK_MS} ms; an interval such as '2 seconds' makes fewer, larger files "
+                             f"(default: '{duration_text(Settings.trigger)}')")
     _add_duration(stream, "--max-event-time-jump",
                   "quarantine a trade whose event time is more than this ahead of the latest event time seen and "
                   "of its Kafka timestamp, instead of letting it move the watermark", Settings.max_event_time_jump)

@@ -80,14 +80,14 @@ def with_browser(result: report.PageRun, growth: float, pixel_s: float) -> repor
 
 
 def test_the_verdict_holds_every_measured_target_and_never_passes_a_missing_figure():
-    result = with_browser(page_run(), growth=3.0, pixel_s=0.8)
+    result = with_browser(page_run(), growth=3.0, pixel_s=0.4)
     assert report.failed(result) == ["push_batch_ratio"]  # 1.3 > 1.2
     line = report.summary_line(result)
-    assert line.startswith("live-page: trade_to_pixel_p95_s=0.80 heap_growth_mib=3.00 ")
-    assert line.endswith(" pixel_p95_s=0.80 missed=push_batch_ratio verdict=fail")
+    assert line.startswith("live-page: trade_to_pixel_p95_s=0.40 heap_growth_mib=3.00 ")
+    assert line.endswith(" pixel_p95_s=0.40 missed=push_batch_ratio verdict=fail")
     result.run.batches = [(t + 0.5, 100.0) for t in range(80)]
     assert report.summary_line(result).endswith("missed=none verdict=pass")
-    assert report.failed(with_browser(result, growth=25.0, pixel_s=1.2)) == ["trade_to_pixel_p95_s",
+    assert report.failed(with_browser(result, growth=25.0, pixel_s=0.6)) == ["trade_to_pixel_p95_s",
                                                                              "heap_growth_mib"]
     result.browser.heap = result.browser.heap[:1]  # one sample: no growth measured
     assert "heap_growth_mib" in report.failed(result)
