@@ -1,6 +1,7 @@
 """The figures of `python -m bench.live_page`: its blocks, what a run measured (PageRun), trade to
 pixel from the painted counts; and what it prints and writes: its `live-page` lines, the summary
-line with the verdict on issue 35's targets, and the "## Live page: " section of docs/benchmarks.md."""
+line with the verdict on issue 35's targets and issue 47's trade to pixel, and the "## Live page: "
+section of docs/benchmarks.md."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ DAY = datetime.now(timezone.utc).strftime("%Y-%m-%dT")
 
 
 def eve_of(day: str) -> str:
-    """The day before DAY, from DAY itself: a test running across midnight keeps two days apart."""
+    """The day before `day` (DAY, read once): a test running across midnight keeps its two days apart."""
     return (datetime.fromisoformat(day[:10]) - timedelta(days=1)).strftime("%Y-%m-%d")
 
 
