@@ -219,9 +219,9 @@ class Settings(KafkaTarget):
     # After this much wall-clock quiet (no new trade) the watermark moves up to the latest event
     # time seen (None: never); cli.py turns it off for --bootstrap-servers unless given.
     close_idle_after: timedelta | None = CLOSE_IDLE_AFTER
-    # A batch at most every 200 ms, back to back once a batch takes longer: as soon to gold and the
-    # chart as back to back, for two-thirds of its CPU a trade (docs/live-batch.md#the-trigger).
-    trigger: timedelta = timedelta(milliseconds=200)
+    # A batch at most every 150 ms, back to back once a batch takes longer: sooner to gold and the
+    # chart than back to back, for two-thirds of its CPU a trade (docs/live-batch.md#the-trigger).
+    trigger: timedelta = timedelta(milliseconds=150)
     available_now: bool = False
     max_offsets_per_trigger: int | None = None
     replay_from: datetime | None = None

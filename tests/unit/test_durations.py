@@ -58,9 +58,9 @@ def test_a_trigger_of_0_runs_batches_back_to_back_and_spark_gets_0_seconds(text)
     assert settings.trigger == timedelta(0) and format_duration(settings.trigger) == "0 seconds"
 
 
-def test_a_batch_starts_every_200_ms_by_default_0_runs_them_back_to_back_and_the_start_line_says_which():
-    assert parse_settings([]).trigger == timedelta(milliseconds=200)
-    assert "batches every 200 milliseconds" in parse_settings([]).describe()
+def test_a_batch_starts_every_150_ms_by_default_0_runs_them_back_to_back_and_the_start_line_says_which():
+    assert parse_settings([]).trigger == timedelta(milliseconds=150)
+    assert "batches every 150 milliseconds" in parse_settings([]).describe()
     assert "batches back to back" in parse_settings(["--trigger", "0"]).describe()
     assert "batches every 2 seconds" in parse_settings(["--trigger", "2s"]).describe()
 
