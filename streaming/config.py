@@ -219,8 +219,8 @@ class Settings(KafkaTarget):
     # After this much wall-clock quiet (no new trade) the watermark moves up to the latest event
     # time seen (None: never); cli.py turns it off for --bootstrap-servers unless given.
     close_idle_after: timedelta | None = CLOSE_IDLE_AFTER
-    # A batch at most every 150 ms, back to back once a batch takes longer: sooner to gold and the
-    # chart than back to back, for two-thirds of its CPU a trade (docs/live-batch.md#the-trigger).
+    # A batch at most every 150 ms, back to back once a batch takes longer: the tick bounds how
+    # often a batch's fixed cost is paid, and how long a trade waits (docs/live-batch.md#the-trigger).
     trigger: timedelta = timedelta(milliseconds=150)
     available_now: bool = False
     max_offsets_per_trigger: int | None = None

@@ -254,3 +254,10 @@ def test_a_merge_waits_for_a_roll_only_if_it_may_remove_files_or_reads_a_closed_
     assert partitions.must_wait_for_roll(SILVER, with_closed, may_remove_files=False, today=TODAY)
     unpartitioned = dataclasses.replace(SILVER, day_of=None)
     assert not partitions.must_wait_for_roll(unpartitioned, unpartitioned.stored_rows(with_closed), True)  # no roll
+
+
+def test_rows_stored_once_are_stored_as_they_are_and_their_day_follows_the_event_time():
+    stored = SILVER.stored_rows(silver(["a", "b"], [at(TODAY), at(TODAY - timedelta(days=1))]))
+    assert stored.schema.equals(SILVER.stored_schema)
+    assert stored[DAY].to_pylist() == [TODAY, TODAY - timedelta(days=1)]
+    assert SILVER.stored_rows(stored) is stored  # a publish hands its stored rows on to write_files
