@@ -52,6 +52,7 @@ class TradeSimulator:
     """Produces simulated trades on a background thread; start/stop/knobs are thread-safe."""
 
     TICK_S = 0.05
+    OFF_WAIT_S = 1.0  # while off with nothing in flight: the producer's callbacks are still served, seldom
 
     def __init__(
         self,
@@ -75,6 +76,7 @@ class TradeSimulator:
         if enabled:
             self._enabled.set()
         self._stopping = threading.Event()
+        self._wake = threading.Event()  # turned on, or stopping: ends the loop's wait while off
         self._counts = dict(sent=0, failed=0, late=0, too_late=0, duplicates=0, malformed=0, producer_restarts=0)
         self._last_error: str | None = None
         self._client_config = dict(client_config)
@@ -88,6 +90,8 @@ class TradeSimulator:
 
     def set_enabled(self, enabled: bool) -> None:
         (self._enabled.set if enabled else self._enabled.clear)()
+        if enabled:
+            self._wake.set()
 
     @property
     def enabled(self) -> bool:
@@ -115,6 +119,7 @@ class TradeSimulator:
     def stop(self, timeout_s: float = 10.0) -> None:
         """Within 2 x timeout_s, whatever state the producer is in."""
         self._stopping.set()
+        self._wake.set()
         if self._thread.is_alive():
             self._thread.join(timeout_s)
         if self._fatal is not None:  # a flush would serve callbacks of a broken producer, which hangs
@@ -233,7 +238,12 @@ class TradeSimulator:
                 with self._lock:
                     self._last_error = str(exc)
                 self._stopping.wait(1.0)
-            self._stopping.wait(self.TICK_S)
+            if self._enabled.is_set() or len(self._producer):
+                self._stopping.wait(self.TICK_S)
+            else:  # off and nothing in flight: no reason to wake twenty times a second
+                self._wake.wait(self.OFF_WAIT_S)
+                self._wake.clear()
+                last = time.monotonic()  # the market's clock does not run while the simulation is off
 
 
 def latest_event_time(client_config: Mapping[str, str], topic: str, tail: int = 50,
